@@ -1,0 +1,33 @@
+/**
+ * The one error type of hatch. Every expected failure carries a stable `code`
+ * (what clients and tests match on) and the HTTP `status` it maps to; the
+ * mapping to a response body happens in one place (`src/app.ts`).
+ *
+ * @example
+ * throw new HatchError("session_not_found", 404, 'Cannot find session "a1"')
+ */
+export class HatchError extends Error {
+  constructor(
+    readonly code: string,
+    readonly status: number,
+    message: string,
+    /** Extra machine-readable detail; never a secret. */
+    readonly detail?: Record<string, unknown>,
+  ) {
+    super(message);
+    this.name = "HatchError";
+  }
+}
+
+/** 400: the request is malformed; `message` names the field. */
+export const badRequest = (code: string, message: string) => new HatchError(code, 400, message);
+/** 401: no valid identity. */
+export const unauthorized = (message = "Sign in first") => new HatchError("unauthorized", 401, message);
+/** 403: identity known, permission missing. */
+export const forbidden = (code: string, message: string) => new HatchError(code, 403, message);
+/** 404: absent, or not to be revealed. */
+export const notFound = (code: string, message: string) => new HatchError(code, 404, message);
+/** 409: conflicts with the current state. */
+export const conflict = (code: string, message: string) => new HatchError(code, 409, message);
+/** 429: a limit was reached. */
+export const tooMany = (code: string, message: string) => new HatchError(code, 429, message);
