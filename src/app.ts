@@ -1,0 +1,55 @@
+import { Elysia, ValidationError, type AnyElysia } from "elysia";
+import { HatchError } from "./platform/index.ts";
+
+/** Options for `createApp`: the route plugins of every part, already built with their collaborators. */
+export interface AppOptions {
+  routes: AnyElysia[];
+  /** Where unexpected errors go (never to the client). */
+  logError?: (error: unknown) => void;
+}
+
+/** The body of every error answer. */
+export interface ErrorBody {
+  error: { code: string; message: string };
+}
+
+/**
+ * Build the web host: every part's routes behind the one error mapping, so
+ * each failure answers `{error:{code,message}}` with the specification's status
+ * and never a stack trace or a secret.
+ */
+export function createApp(options: AppOptions) {
+  const logError = options.logError ?? ((error: unknown) => console.error("hatch: unexpected error", error));
+  let app: AnyElysia = new Elysia({ name: "hatch" })
+    .error({ HatchError })
+    .onError(({ code, error, set }) => {
+      const answer = (status: number, errorCode: string, message: string): ErrorBody => {
+        set.status = status;
+        set.headers["content-type"] = "application/json";
+        return { error: { code: errorCode, message } };
+      };
+      if (error instanceof HatchError) return answer(error.status, error.code, error.message);
+      switch (code) {
+        case "VALIDATION":
+          return answer(400, "invalid_request", describeValidation(error as ValidationError));
+        case "PARSE":
+          return answer(400, "invalid_json", "The request body is not valid JSON");
+        case "NOT_FOUND":
+          return answer(404, "not_found", "Not found");
+        default:
+          logError(error);
+          return answer(500, "internal_error", "Something went wrong on the server; the error was logged");
+      }
+    });
+  for (const routes of options.routes) app = app.use(routes);
+  return app;
+}
+
+/** "Invalid body: field "email" expected string" — names the field, never echoes the value. */
+function describeValidation(error: ValidationError): string {
+  const first = error.all?.[0] as { path?: string; message?: string; summary?: string } | undefined;
+  const field = first?.path ? first.path.replace(/^\//, "").replaceAll("/", ".") : "";
+  const where = error.type === "query" ? "query" : error.type === "params" ? "path" : error.type === "headers" ? "headers" : "body";
+  const why = first?.message ?? "does not match the schema";
+  return field ? `Invalid ${where}: field "${field}" ${why.toLowerCase()}` : `Invalid ${where}: ${why.toLowerCase()}`;
+}

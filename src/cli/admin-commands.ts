@@ -1,0 +1,160 @@
+import { Settings, type Platform } from "../platform/index.ts";
+import { str, UsageError, type Command } from "./command.ts";
+
+const project = { type: "string", required: true, description: "project slug" } as const;
+
+function requireProject(platform: Platform, slug: string) {
+  return platform.projects.requireBySlug(slug);
+}
+
+/** `hatch admin ...`: users, projects, members, roles, grants, agents, settings. */
+export const adminCommands: Command[] = [
+  {
+    path: ["admin", "user", "add"],
+    summary: "Create a user",
+    options: {
+      email: { type: "string", required: true, description: "the user's email" },
+      password: { type: "string", required: true, description: "initial password (8+ characters)" },
+    },
+    run: async (ctx, v) => (await ctx.platform()).users.create(str(v, "email"), str(v, "password")),
+    human: (r) => `created user ${(r as { email: string }).email} (${(r as { id: string }).id})`,
+  },
+  {
+    path: ["admin", "project", "add"],
+    summary: "Create a project with its built-in roles; the owner becomes its first member",
+    options: {
+      slug: { type: "string", required: true, description: "short name, a-z 0-9 -" },
+      name: { type: "string", required: true, description: "display name" },
+      owner: { type: "string", required: true, description: "owner's email" },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const owner = platform.users.requireByEmail(str(v, "owner"));
+      return platform.projects.create(str(v, "slug"), str(v, "name"), owner.id);
+    },
+    human: (r) => `created project ${(r as { slug: string }).slug} (${(r as { id: string }).id})`,
+  },
+  {
+    path: ["admin", "member", "add"],
+    summary: "Add a user to a project with a role (or change their role)",
+    options: {
+      project,
+      email: { type: "string", required: true, description: "the member's email" },
+      role: { type: "string", required: true, description: "owner, admin, manager, member, viewer or a custom role" },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const p = requireProject(platform, str(v, "project"));
+      const user = platform.users.requireByEmail(str(v, "email"));
+      platform.projects.setMember(p.id, user.id, str(v, "role"));
+      platform.audit.write({ action: "member.set", userId: user.id, projectId: p.id, target: user.email, detail: { role: str(v, "role"), via: "cli" } });
+      return { project: p.slug, email: user.email, role: str(v, "role") };
+    },
+    human: (r) => {
+      const m = r as { project: string; email: string; role: string };
+      return `${m.email} is ${m.role} of ${m.project}`;
+    },
+  },
+  {
+    path: ["admin", "role", "add"],
+    summary: "Create a custom role (it starts with no features)",
+    options: { project, name: { type: "string", required: true, description: "role name" } },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      return platform.roles.add(requireProject(platform, str(v, "project")).id, str(v, "name"));
+    },
+    human: (r) => `created role ${(r as { name: string }).name}`,
+  },
+  ...(["grant", "revoke"] as const).map(
+    (verb): Command => ({
+      path: ["admin", verb],
+      summary: verb === "grant" ? "Grant a feature to a role" : "Revoke a feature from a role",
+      options: {
+        project,
+        role: { type: "string", required: true, description: "role name" },
+        feature: { type: "string", required: true, description: "feature, e.g. terminal.read" },
+      },
+      run: async (ctx, v) => {
+        const platform = await ctx.platform();
+        const p = requireProject(platform, str(v, "project"));
+        const role = str(v, "role");
+        if (role === "owner") throw new UsageError("the owner role always holds every feature");
+        platform.roles[verb](p.id, role, str(v, "feature"));
+        platform.audit.write({ action: `role.${verb}`, projectId: p.id, target: role, detail: { feature: str(v, "feature"), via: "cli" } });
+        return { project: p.slug, role, features: [...platform.roles.featuresOf(p.id, role)].sort() };
+      },
+      human: (r) => {
+        const g = r as { role: string; features: string[] };
+        return `${g.role}: ${g.features.join(", ") || "(no features)"}`;
+      },
+    }),
+  ),
+  {
+    path: ["admin", "package-access"],
+    summary: "Attach (--feature F) or detach (--clear) the package-access feature of a package",
+    options: {
+      project,
+      package: { type: "string", required: true, description: "package slug, e.g. agent" },
+      feature: { type: "string", description: "feature a role needs to see the package" },
+      clear: { type: "boolean", description: "detach the feature: every role sees the package" },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const p = requireProject(platform, str(v, "project"));
+      if (v.clear) platform.roles.clearPackageAccess(p.id, str(v, "package"));
+      else platform.roles.setPackageAccess(p.id, str(v, "package"), str(v, "feature"));
+      return { project: p.slug, package: str(v, "package"), feature: platform.roles.packageAccessFeature(p.id, str(v, "package")) };
+    },
+    human: (r) => {
+      const a = r as { package: string; feature: string | null };
+      return a.feature ? `package ${a.package} needs ${a.feature}` : `package ${a.package} is visible to every role`;
+    },
+  },
+  {
+    path: ["admin", "agent", "add"],
+    summary: "Create an agent owned by a member",
+    options: {
+      project,
+      name: { type: "string", required: true, description: "agent name" },
+      owner: { type: "string", required: true, description: "owner's email" },
+      shared: { type: "boolean", description: "usable by every member" },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const p = requireProject(platform, str(v, "project"));
+      const owner = platform.users.requireByEmail(str(v, "owner"));
+      if (!platform.projects.roleOf(p.id, owner.id)) throw new UsageError(`${owner.email} is not a member of ${p.slug}`);
+      return platform.agents.create(p.id, str(v, "name"), owner.id, v.shared === true);
+    },
+    human: (r) => `created agent ${(r as { name: string }).name} (${(r as { id: string }).id})`,
+  },
+  {
+    path: ["admin", "setting", "get"],
+    summary: "Show one setting, or all of them",
+    positionals: [{ name: "KEY", required: false }],
+    options: {},
+    run: async (ctx, _v, [key]) => {
+      const platform = await ctx.platform();
+      if (key === undefined) return platform.settings.list();
+      if (!Settings.isKey(key)) throw new UsageError(`unknown setting "${key}"`);
+      return platform.settings.list().find((s) => s.key === key);
+    },
+    human: (r) => (Array.isArray(r) ? r : [r]).map((s: { key: string; value: number; unit: string }) => `${s.key} = ${s.value} ${s.unit}`).join("\n"),
+  },
+  {
+    path: ["admin", "setting", "set"],
+    summary: "Change a setting",
+    positionals: [
+      { name: "KEY", required: true },
+      { name: "VALUE", required: true },
+    ],
+    options: {},
+    run: async (ctx, _v, [key, value]) => {
+      const platform = await ctx.platform();
+      const setting = platform.settings.set(key!, Number(value));
+      platform.audit.write({ action: "settings.update", target: key!, detail: { value: setting.value, via: "cli" } });
+      return setting;
+    },
+    human: (r) => `${(r as { key: string }).key} = ${(r as { value: number }).value}`,
+  },
+];

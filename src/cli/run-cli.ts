@@ -1,0 +1,112 @@
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import { loadConfig, type HatchConfig } from "../config.ts";
+import { openDatabase } from "../db/index.ts";
+import { createPlatform, HatchError, loadSecretKey, type Platform } from "../platform/index.ts";
+import { UsageError, type Command, type CommandContext } from "./command.ts";
+
+/** Where the CLI writes; injectable so tests can read it. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/** Exit codes: 0 done, 1 the command failed, 2 bad arguments. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** Run one CLI invocation against a command table; resolves to the exit code. */
+export async function runCli(
+  argv: string[],
+  commands: Command[],
+  options: { io?: CliIo; env?: Record<string, string | undefined>; serve?: (config: HatchConfig) => Promise<void> } = {},
+): Promise<number> {
+  const io = options.io ?? { out: (t) => console.log(t), err: (t) => console.error(t) };
+  if (argv[0] === "serve") {
+    if (!options.serve) return EXIT.usage;
+    await options.serve(loadConfig(options.env));
+    return EXIT.ok;
+  }
+  const command = findCommand(argv, commands);
+  if (!command) {
+    io.err(usage(commands, argv.filter((a) => !a.startsWith("-"))));
+    return argv.length === 0 || argv.includes("--help") ? (argv.length === 0 ? EXIT.usage : EXIT.ok) : EXIT.usage;
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv.slice(command.path.length),
+      options: { ...command.options, json: { type: "boolean" }, help: { type: "boolean" } },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (parsed.values.help) {
+      io.out(commandUsage(command));
+      return EXIT.ok;
+    }
+    checkArguments(command, parsed.values, parsed.positionals);
+  } catch (error) {
+    io.err(`hatch: ${(error as Error).message}\n\n${commandUsage(command)}`);
+    return EXIT.usage;
+  }
+  const opened: { current: { platform: Platform; close(): void } | null } = { current: null };
+  const config = loadConfig(options.env);
+  const ctx: CommandContext = {
+    config,
+    platform: async () => (opened.current ??= await openPlatform(config)).platform,
+  };
+  try {
+    const result = await command.run(ctx, parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
+    io.out(parsed.values.json ? JSON.stringify(result, null, 2) : command.human ? command.human(result) : JSON.stringify(result, null, 2));
+    return EXIT.ok;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`hatch: ${error.message}\n\n${commandUsage(command)}`);
+      return EXIT.usage;
+    }
+    if (error instanceof HatchError) {
+      io.err(parsed.values.json ? JSON.stringify({ error: { code: error.code, message: error.message } }) : `hatch: ${error.message}`);
+      return EXIT.failed;
+    }
+    throw error;
+  } finally {
+    opened.current?.close();
+  }
+}
+
+async function openPlatform(config: HatchConfig) {
+  const { mkdirSync } = await import("node:fs");
+  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
+  const database = openDatabase(join(config.dataDir, "hatch.db"));
+  const platform = createPlatform({ db: database.db, secretKey: await loadSecretKey(config), sessionTtlMs: config.sessionTtlHours * 3600_000 });
+  return { platform, close: () => database.close() };
+}
+
+function findCommand(argv: string[], commands: Command[]): Command | undefined {
+  return commands
+    .filter((c) => c.path.every((part, i) => argv[i] === part))
+    .sort((a, b) => b.path.length - a.path.length)[0];
+}
+
+function checkArguments(command: Command, values: Record<string, unknown>, positionals: string[]): void {
+  for (const [name, spec] of Object.entries(command.options)) {
+    if (spec.required && (values[name] === undefined || values[name] === "")) throw new UsageError(`--${name} is required`);
+  }
+  const expected = command.positionals ?? [];
+  if (positionals.length > expected.length) throw new UsageError(`unexpected argument "${positionals[expected.length]}"`);
+  const missing = expected.find((p, i) => p.required && positionals[i] === undefined);
+  if (missing) throw new UsageError(`${missing.name} is required`);
+}
+
+function commandUsage(command: Command): string {
+  const positional = (command.positionals ?? []).map((p) => (p.required ? p.name : `[${p.name}]`)).join(" ");
+  const flags = Object.entries(command.options)
+    .map(([name, spec]) => `  --${name}${spec.type === "string" ? " VALUE" : ""}${spec.required ? "" : " (optional)"}  ${spec.description}`)
+    .join("\n");
+  return `usage: hatch ${command.path.join(" ")}${positional ? " " + positional : ""} [options] [--json]\n${command.summary}\n${flags}`;
+}
+
+function usage(commands: Command[], prefix: string[]): string {
+  const shown = commands.filter((c) => prefix.every((p, i) => c.path[i] === p));
+  const list = (shown.length ? shown : commands).map((c) => `  hatch ${c.path.join(" ")}  ${c.summary}`);
+  return ["usage: hatch <command> [options] [--json]", "", "  hatch serve  Run the service (web host and companion server)", ...list].join("\n");
+}

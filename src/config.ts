@@ -1,0 +1,82 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+
+/** Every HATCH_* setting, parsed and validated once at start. */
+export interface HatchConfig {
+  /** Web host port (HTTP API). `0` picks a free port (tests). */
+  port: number;
+  /** Companion port serving the terminal WebSocket. */
+  companionPort: number;
+  /** Interface both servers bind to. Defaults to loopback: exposing hatch is a deliberate act. */
+  host: string;
+  /** Absolute data directory: SQLite file, secret key file, scratch dirs. */
+  dataDir: string;
+  /** Secret-encryption key material from HATCH_SECRET_KEY, or null to use the key file. */
+  secretKey: string | null;
+  /** Operator shell override (HATCH_SHELL), used only when the binary exists. */
+  shell: string | null;
+  /** Peers whose X-Forwarded-For is believed (HATCH_TRUSTED_PROXIES, comma separated IPs). */
+  trustedProxies: string[];
+  /** Lifetime of a login session in hours (HATCH_SESSION_TTL_HOURS). */
+  sessionTtlHours: number;
+  /** Whether the process runs inside a container (labels Container Root vs Process Root). */
+  inContainer: boolean;
+}
+
+/** Raised for an invalid HATCH_* value, naming the variable and the value. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+}
+
+const DEFAULT_PORT = 3100;
+const DEFAULT_COMPANION_PORT = 3101;
+/** A week: long enough for daily use, short enough that a stolen cookie dies. */
+const DEFAULT_SESSION_TTL_HOURS = 24 * 7;
+
+/**
+ * Read the configuration from an environment (default: the process's).
+ *
+ * @example
+ * const config = loadConfig({ HATCH_PORT: "0", HATCH_DATA_DIR: tmp });
+ */
+export function loadConfig(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): HatchConfig {
+  return {
+    port: port(env, "HATCH_PORT", DEFAULT_PORT),
+    companionPort: port(env, "HATCH_COMPANION_PORT", DEFAULT_COMPANION_PORT),
+    host: env.HATCH_HOST?.trim() || "127.0.0.1",
+    dataDir: resolve(cwd, env.HATCH_DATA_DIR?.trim() || "./data"),
+    secretKey: env.HATCH_SECRET_KEY ? secretKey(env.HATCH_SECRET_KEY) : null,
+    shell: env.HATCH_SHELL?.trim() || null,
+    trustedProxies: (env.HATCH_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    sessionTtlHours: positiveInt(env, "HATCH_SESSION_TTL_HOURS", DEFAULT_SESSION_TTL_HOURS),
+    inContainer: env.HATCH_IN_CONTAINER ? env.HATCH_IN_CONTAINER === "1" : detectContainer(),
+  };
+}
+
+function port(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) {
+    throw new ConfigError(`Cannot use ${name}="${raw}": expected a port number from 0 to 65535`);
+  }
+  return value;
+}
+
+function positiveInt(env: Record<string, string | undefined>, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value <= 0) throw new ConfigError(`Cannot use ${name}="${raw}": expected a positive integer`);
+  return value;
+}
+
+function secretKey(raw: string): string {
+  // Never echo the value: it is the master key.
+  if (raw.length < 32) throw new ConfigError("Cannot use HATCH_SECRET_KEY: it must be at least 32 characters");
+  return raw;
+}
+
+function detectContainer(): boolean {
+  return existsSync("/.dockerenv") || existsSync("/run/.containerenv");
+}

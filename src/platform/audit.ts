@@ -1,0 +1,72 @@
+import { and, desc, eq, gte, lte, type SQL } from "drizzle-orm";
+import type { Db } from "../db/index.ts";
+import { auditLog } from "../db/index.ts";
+
+/** What a part records. `detail` must never carry a secret. */
+export interface AuditEntryInput {
+  action: string;
+  userId?: string | null;
+  projectId?: string | null;
+  agentId?: string | null;
+  target?: string | null;
+  detail?: Record<string, unknown>;
+}
+
+/** An entry as read back. */
+export interface AuditEntry extends Required<Omit<AuditEntryInput, "detail">> {
+  id: number;
+  at: number;
+  detail: Record<string, unknown> | null;
+}
+
+/** Filters for reading the log. */
+export interface AuditQuery {
+  projectId: string;
+  action?: string;
+  since?: number;
+  until?: number;
+  limit?: number;
+}
+
+/** Longest page of audit entries one read returns. */
+export const MAX_AUDIT_PAGE = 1000;
+
+/** The one audit writer every part uses, and its reader. */
+export class Audit {
+  constructor(
+    private readonly db: Db,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Append an entry. */
+  write(entry: AuditEntryInput): void {
+    this.db
+      .insert(auditLog)
+      .values({
+        at: this.now(),
+        action: entry.action,
+        userId: entry.userId ?? null,
+        projectId: entry.projectId ?? null,
+        agentId: entry.agentId ?? null,
+        target: entry.target ?? null,
+        detail: entry.detail ? JSON.stringify(entry.detail) : null,
+      })
+      .run();
+  }
+
+  /** Newest first, filtered by action and time. */
+  query(q: AuditQuery): AuditEntry[] {
+    const where: SQL[] = [eq(auditLog.projectId, q.projectId)];
+    if (q.action) where.push(eq(auditLog.action, q.action));
+    if (q.since !== undefined) where.push(gte(auditLog.at, q.since));
+    if (q.until !== undefined) where.push(lte(auditLog.at, q.until));
+    return this.db
+      .select()
+      .from(auditLog)
+      .where(and(...where))
+      .orderBy(desc(auditLog.id))
+      .limit(Math.min(q.limit ?? 100, MAX_AUDIT_PAGE))
+      .all()
+      .map((row) => ({ ...row, detail: row.detail ? (JSON.parse(row.detail) as Record<string, unknown>) : null }));
+  }
+}

@@ -1,0 +1,62 @@
+import { and, eq, gt, lte } from "drizzle-orm";
+import type { Db } from "../db/index.ts";
+import { authSessions } from "../db/index.ts";
+import { randomToken, sha256Hex } from "./ids.ts";
+
+/** The name of the login cookie. */
+export const SESSION_COOKIE = "hatch_session";
+
+/** A resolved login session. */
+export interface AuthSession {
+  id: string;
+  userId: string;
+  projectId: string | null;
+  expiresAt: number;
+}
+
+/**
+ * Server-side login sessions. The cookie carries 32 random bytes; only their
+ * SHA-256 is stored, so a database leak does not hand out live cookies.
+ */
+export class AuthSessions {
+  constructor(
+    private readonly db: Db,
+    private readonly ttlMs: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Start a session; returns the cookie value (shown to the browser once). */
+  async create(userId: string, projectId: string | null): Promise<{ token: string; expiresAt: number }> {
+    const token = randomToken(32);
+    const expiresAt = this.now() + this.ttlMs;
+    this.db.insert(authSessions).values({ id: await sha256Hex(token), userId, projectId, createdAt: this.now(), expiresAt }).run();
+    this.#purgeExpired();
+    return { token, expiresAt };
+  }
+
+  /** The live session behind a cookie value, or null (unknown, tampered or expired). */
+  async resolve(token: string | undefined): Promise<AuthSession | null> {
+    if (!token || token.length > 128) return null;
+    const row = this.db
+      .select()
+      .from(authSessions)
+      .where(and(eq(authSessions.id, await sha256Hex(token)), gt(authSessions.expiresAt, this.now())))
+      .get();
+    return row ? { id: row.id, userId: row.userId, projectId: row.projectId, expiresAt: row.expiresAt } : null;
+  }
+
+  /** End the session behind a cookie value, if any. */
+  async destroy(token: string | undefined): Promise<void> {
+    if (!token) return;
+    this.db.delete(authSessions).where(eq(authSessions.id, await sha256Hex(token))).run();
+  }
+
+  /** Switch a session's active project. */
+  setProject(sessionId: string, projectId: string): void {
+    this.db.update(authSessions).set({ projectId }).where(eq(authSessions.id, sessionId)).run();
+  }
+
+  #purgeExpired(): void {
+    this.db.delete(authSessions).where(lte(authSessions.expiresAt, this.now())).run();
+  }
+}

@@ -1,0 +1,56 @@
+import type { Db } from "../db/index.ts";
+import { Agents } from "./agents.ts";
+import { Audit } from "./audit.ts";
+import { AuthSessions } from "./auth-sessions.ts";
+import { CallerResolver } from "./caller.ts";
+import { Projects } from "./projects.ts";
+import { Roles } from "./roles.ts";
+import { Secrets } from "./secrets.ts";
+import { Settings } from "./settings.ts";
+import { Users } from "./users.ts";
+
+/** Every platform service, built once from the database and passed to the parts above. */
+export interface Platform {
+  db: Db;
+  users: Users;
+  sessions: AuthSessions;
+  projects: Projects;
+  roles: Roles;
+  agents: Agents;
+  settings: Settings;
+  audit: Audit;
+  secrets: Secrets;
+  callers: CallerResolver;
+  startedAt: number;
+}
+
+/** Options for `createPlatform`. */
+export interface PlatformOptions {
+  db: Db;
+  secretKey: CryptoKey;
+  sessionTtlMs: number;
+  now?: () => number;
+}
+
+/** Build the platform services over one database handle. */
+export function createPlatform(options: PlatformOptions): Platform {
+  const { db, now = Date.now } = options;
+  const users = new Users(db);
+  const sessions = new AuthSessions(db, options.sessionTtlMs, now);
+  const projects = new Projects(db);
+  const roles = new Roles(db);
+  const agents = new Agents(db);
+  return {
+    db,
+    users,
+    sessions,
+    projects,
+    roles,
+    agents,
+    settings: new Settings(db),
+    audit: new Audit(db, now),
+    secrets: new Secrets(db, options.secretKey),
+    callers: new CallerResolver({ users, sessions, projects, roles, agents }),
+    startedAt: now(),
+  };
+}

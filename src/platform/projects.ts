@@ -1,0 +1,104 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../db/index.ts";
+import { members, projects, roleFeatures, roles } from "../db/index.ts";
+import { badRequest, conflict, notFound } from "./errors.ts";
+import { BUILTIN_ROLES, DEFAULT_GRANTS } from "./features.ts";
+import { newId } from "./ids.ts";
+
+/** A project as the API shows it. */
+export interface Project {
+  id: string;
+  slug: string;
+  name: string;
+  createdAt: number;
+}
+
+/** A membership: which role a user holds in a project. */
+export interface Membership {
+  project: Project;
+  role: string;
+}
+
+const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+/** Projects and their members. Creating a project seeds its roles and default grants. */
+export class Projects {
+  constructor(private readonly db: Db) {}
+
+  /** Create a project owned by `ownerUserId`, with the built-in roles and their default grants. */
+  create(slug: string, name: string, ownerUserId: string): Project {
+    if (!SLUG.test(slug)) throw badRequest("invalid_slug", `Cannot create project: "${slug}" is not a valid slug (a-z, 0-9, -)`);
+    if (!name.trim()) throw badRequest("invalid_name", "Cannot create project: the name is empty");
+    if (this.bySlug(slug)) throw conflict("project_exists", `Cannot create project: "${slug}" already exists`);
+    const project = { id: newId(), slug, name: name.trim(), createdAt: Date.now() };
+    this.db.transaction((tx) => {
+      tx.insert(projects).values(project).run();
+      for (const role of BUILTIN_ROLES) {
+        tx.insert(roles).values({ projectId: project.id, name: role, builtin: true }).run();
+        for (const feature of DEFAULT_GRANTS[role]) {
+          tx.insert(roleFeatures).values({ projectId: project.id, role, feature }).run();
+        }
+      }
+      tx.insert(members).values({ projectId: project.id, userId: ownerUserId, role: "owner", createdAt: Date.now() }).run();
+    });
+    return project;
+  }
+
+  /** The project with this id, or null. */
+  get(id: string): Project | null {
+    return this.db.select().from(projects).where(eq(projects.id, id)).get() ?? null;
+  }
+
+  /** The project with this slug, or null. */
+  bySlug(slug: string): Project | null {
+    return this.db.select().from(projects).where(eq(projects.slug, slug)).get() ?? null;
+  }
+
+  /** The project with this slug, or a 404 naming it. */
+  requireBySlug(slug: string): Project {
+    const project = this.bySlug(slug);
+    if (!project) throw notFound("project_not_found", `Cannot find project "${slug}"`);
+    return project;
+  }
+
+  /** Add a user to a project (or change their role) with an existing role. */
+  setMember(projectId: string, userId: string, role: string): void {
+    const known = this.db.select().from(roles).where(and(eq(roles.projectId, projectId), eq(roles.name, role))).get();
+    if (!known) throw badRequest("unknown_role", `Cannot add member: the project has no role "${role}"`);
+    this.db
+      .insert(members)
+      .values({ projectId, userId, role, createdAt: Date.now() })
+      .onConflictDoUpdate({ target: [members.projectId, members.userId], set: { role } })
+      .run();
+  }
+
+  /** The role a user holds in a project, or null when not a member. */
+  roleOf(projectId: string, userId: string): string | null {
+    const row = this.db
+      .select({ role: members.role })
+      .from(members)
+      .where(and(eq(members.projectId, projectId), eq(members.userId, userId)))
+      .get();
+    return row?.role ?? null;
+  }
+
+  /** Every project a user belongs to, with the role held there. */
+  membershipsOf(userId: string): Membership[] {
+    return this.db
+      .select({ project: projects, role: members.role })
+      .from(members)
+      .innerJoin(projects, eq(members.projectId, projects.id))
+      .where(eq(members.userId, userId))
+      .all();
+  }
+
+  /** User ids of members holding one of `roleNames`. */
+  membersWithRoles(projectId: string, roleNames: readonly string[]): { userId: string; role: string }[] {
+    return this.db
+      .select({ userId: members.userId, role: members.role })
+      .from(members)
+      .where(eq(members.projectId, projectId))
+      .all()
+      .filter((m) => roleNames.includes(m.role));
+  }
+}

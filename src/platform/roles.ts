@@ -1,0 +1,102 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../db/index.ts";
+import { packageAccess, roleFeatures, roles } from "../db/index.ts";
+import { badRequest, conflict, notFound } from "./errors.ts";
+import { isFeatureName, isRoleName } from "./features.ts";
+
+/** A role with its grants. */
+export interface RoleGrants {
+  name: string;
+  builtin: boolean;
+  features: string[];
+}
+
+/** Roles, their feature grants, and package-access features of a project. */
+export class Roles {
+  constructor(private readonly db: Db) {}
+
+  /** Create a custom role; it starts with no features. */
+  add(projectId: string, name: string): RoleGrants {
+    if (!isRoleName(name)) throw badRequest("invalid_role", `Cannot add role: "${name}" is not a valid role name`);
+    if (this.#exists(projectId, name)) throw conflict("role_exists", `Cannot add role: "${name}" already exists`);
+    this.db.insert(roles).values({ projectId, name, builtin: false }).run();
+    return { name, builtin: false, features: [] };
+  }
+
+  /** Every role of a project with its grants. */
+  list(projectId: string): RoleGrants[] {
+    const grants = this.db.select().from(roleFeatures).where(eq(roleFeatures.projectId, projectId)).all();
+    return this.db
+      .select()
+      .from(roles)
+      .where(eq(roles.projectId, projectId))
+      .all()
+      .map((r) => ({
+        name: r.name,
+        builtin: r.builtin,
+        features: grants.filter((g) => g.role === r.name).map((g) => g.feature).sort(),
+      }));
+  }
+
+  /** Grant a feature to a role (idempotent). */
+  grant(projectId: string, role: string, feature: string): void {
+    this.#requireRole(projectId, role);
+    if (!isFeatureName(feature)) throw badRequest("invalid_feature", `Cannot grant: "${feature}" is not a valid feature name`);
+    this.db.insert(roleFeatures).values({ projectId, role, feature }).onConflictDoNothing().run();
+  }
+
+  /** Take a feature away from a role (idempotent). */
+  revoke(projectId: string, role: string, feature: string): void {
+    this.#requireRole(projectId, role);
+    this.db
+      .delete(roleFeatures)
+      .where(and(eq(roleFeatures.projectId, projectId), eq(roleFeatures.role, role), eq(roleFeatures.feature, feature)))
+      .run();
+  }
+
+  /** The features granted to a role. */
+  featuresOf(projectId: string, role: string): Set<string> {
+    const rows = this.db
+      .select({ feature: roleFeatures.feature })
+      .from(roleFeatures)
+      .where(and(eq(roleFeatures.projectId, projectId), eq(roleFeatures.role, role)))
+      .all();
+    return new Set(rows.map((r) => r.feature));
+  }
+
+  /** Attach a package-access feature: roles without it no longer see the package. */
+  setPackageAccess(projectId: string, packageSlug: string, feature: string): void {
+    if (!isFeatureName(feature)) throw badRequest("invalid_feature", `Cannot set package access: "${feature}" is not a valid feature name`);
+    this.db
+      .insert(packageAccess)
+      .values({ projectId, packageSlug, feature })
+      .onConflictDoUpdate({ target: [packageAccess.projectId, packageAccess.packageSlug], set: { feature } })
+      .run();
+  }
+
+  /** Detach the package-access feature: every role sees the package again. */
+  clearPackageAccess(projectId: string, packageSlug: string): void {
+    this.db
+      .delete(packageAccess)
+      .where(and(eq(packageAccess.projectId, projectId), eq(packageAccess.packageSlug, packageSlug)))
+      .run();
+  }
+
+  /** The feature guarding a package, or null when the package is open to every role. */
+  packageAccessFeature(projectId: string, packageSlug: string): string | null {
+    const row = this.db
+      .select({ feature: packageAccess.feature })
+      .from(packageAccess)
+      .where(and(eq(packageAccess.projectId, projectId), eq(packageAccess.packageSlug, packageSlug)))
+      .get();
+    return row?.feature ?? null;
+  }
+
+  #exists(projectId: string, name: string): boolean {
+    return !!this.db.select().from(roles).where(and(eq(roles.projectId, projectId), eq(roles.name, name))).get();
+  }
+
+  #requireRole(projectId: string, name: string): void {
+    if (!this.#exists(projectId, name)) throw notFound("role_not_found", `Cannot find role "${name}"`);
+  }
+}

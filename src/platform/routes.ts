@@ -1,0 +1,201 @@
+import { Elysia, t } from "elysia";
+import { SESSION_COOKIE } from "./auth-sessions.ts";
+import { isProjectAdmin, requireProjectAdmin } from "./caller.ts";
+import { unauthorized, forbidden, notFound } from "./errors.ts";
+import type { Platform } from "./platform.ts";
+
+/** Routes of the platform: login, the active project, settings, audit, secrets, roles, agents. */
+export function platformRoutes(platform: Platform) {
+  const { callers } = platform;
+  const cookieOptions = (expires: Date) => ({ httpOnly: true, sameSite: "lax" as const, path: "/", expires });
+
+  return new Elysia({ name: "platform-routes" })
+    .derive(({ cookie }) => ({ sessionToken: cookie[SESSION_COOKIE]?.value as string | undefined }))
+    .post(
+      "/api/auth/login",
+      async ({ body, cookie, sessionToken }) => {
+        const user = await platform.users.verifyLogin(body.email, body.password);
+        // One answer for an unknown email and a wrong password.
+        if (!user) throw unauthorized("Wrong email or password");
+        await platform.sessions.destroy(sessionToken);
+        const first = platform.projects.membershipsOf(user.id)[0];
+        const { token, expiresAt } = await platform.sessions.create(user.id, first?.project.id ?? null);
+        cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions(new Date(expiresAt)) });
+        return { user, project: first?.project ?? null, role: first?.role ?? null };
+      },
+      { body: t.Object({ email: t.String({ maxLength: 320 }), password: t.String({ maxLength: 1024 }) }) },
+    )
+    .post("/api/auth/logout", async ({ cookie, sessionToken }) => {
+      await platform.sessions.destroy(sessionToken);
+      cookie[SESSION_COOKIE]!.set({ value: "", ...cookieOptions(new Date(0)) });
+      return { ok: true };
+    })
+    .get("/api/auth/me", async ({ sessionToken }) => {
+      const caller = await callers.resolve(sessionToken);
+      return {
+        user: caller.user,
+        project: caller.project,
+        role: caller.role,
+        features: [...caller.features].sort(),
+        projects: platform.projects.membershipsOf(caller.user.id).map((m) => ({ ...m.project, role: m.role })),
+      };
+    })
+    .post(
+      "/api/auth/project",
+      async ({ body, sessionToken }) => {
+        const caller = await callers.resolve(sessionToken);
+        const project = platform.projects.bySlug(body.project) ?? platform.projects.get(body.project);
+        const role = project && platform.projects.roleOf(project.id, caller.user.id);
+        // A project the user is not in looks like one that does not exist.
+        if (!project || !role) throw notFound("project_not_found", `Cannot switch to project "${body.project}": no such project`);
+        platform.sessions.setProject(caller.sessionId, project.id);
+        return { project, role, features: [...platform.roles.featuresOf(project.id, role)].sort() };
+      },
+      { body: t.Object({ project: t.String({ minLength: 1, maxLength: 100 }) }) },
+    )
+    .get("/api/settings", async ({ sessionToken }) => {
+      requireProjectAdmin(await callers.resolveInProject(sessionToken));
+      return { settings: platform.settings.list() };
+    })
+    .put(
+      "/api/settings/:key",
+      async ({ params, body, sessionToken }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        requireProjectAdmin(caller);
+        const setting = platform.settings.set(params.key, body.value);
+        platform.audit.write({ action: "settings.update", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value } });
+        return setting;
+      },
+      { body: t.Object({ value: t.Unknown() }) },
+    )
+    .get(
+      "/api/audit",
+      async ({ query, sessionToken }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        requireProjectAdmin(caller);
+        return { entries: platform.audit.query({ projectId: caller.project.id, ...query }) };
+      },
+      {
+        query: t.Object({
+          action: t.Optional(t.String({ maxLength: 100 })),
+          since: t.Optional(t.Numeric({ minimum: 0 })),
+          until: t.Optional(t.Numeric({ minimum: 0 })),
+          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000 })),
+        }),
+      },
+    )
+    .get(
+      "/api/secrets",
+      async ({ query, sessionToken }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        if (query.scope === "project") {
+          requireProjectAdmin(caller);
+          return { secrets: platform.secrets.list("project", caller.project.id) };
+        }
+        return { secrets: platform.secrets.list("user", caller.user.id) };
+      },
+      { query: t.Object({ scope: t.Optional(t.Union([t.Literal("user"), t.Literal("project")])) }) },
+    )
+    .put(
+      "/api/secrets/:scope/:id",
+      async ({ params, body, sessionToken }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        const scopeId = params.scope === "project" ? caller.project.id : caller.user.id;
+        if (params.scope === "project") requireProjectAdmin(caller);
+        const info = await platform.secrets.put(params.scope, scopeId, params.id, body.value);
+        platform.audit.write({ action: "secret.put", userId: caller.user.id, projectId: caller.project.id, target: `${params.scope}:${params.id}` });
+        return info;
+      },
+      {
+        params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }),
+        body: t.Object({ value: t.String() }),
+      },
+    )
+    .delete(
+      "/api/secrets/:scope/:id",
+      async ({ params, sessionToken }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        if (params.scope === "project") requireProjectAdmin(caller);
+        const scopeId = params.scope === "project" ? caller.project.id : caller.user.id;
+        if (!platform.secrets.delete(params.scope, scopeId, params.id)) throw notFound("secret_not_found", `Cannot find secret "${params.id}"`);
+        platform.audit.write({ action: "secret.delete", userId: caller.user.id, projectId: caller.project.id, target: `${params.scope}:${params.id}` });
+        return { ok: true };
+      },
+      { params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }) },
+    )
+    .get("/api/roles", async ({ sessionToken }) => {
+      const caller = await callers.resolveInProject(sessionToken);
+      requireProjectAdmin(caller);
+      return { roles: platform.roles.list(caller.project.id) };
+    })
+    .post(
+      "/api/roles",
+      async ({ body, sessionToken, set }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        requireProjectAdmin(caller);
+        const role = platform.roles.add(caller.project.id, body.name);
+        platform.audit.write({ action: "role.add", userId: caller.user.id, projectId: caller.project.id, target: body.name });
+        set.status = 201;
+        return role;
+      },
+      { body: t.Object({ name: t.String({ maxLength: 40 }) }) },
+    )
+    .put(
+      "/api/roles/:role/features/:feature",
+      async ({ params, sessionToken }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        requireGrantEditor(caller.role, params.role);
+        platform.roles.grant(caller.project.id, params.role, params.feature);
+        platform.audit.write({ action: "role.grant", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
+        return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
+      },
+    )
+    .delete("/api/roles/:role/features/:feature", async ({ params, sessionToken }) => {
+      const caller = await callers.resolveInProject(sessionToken);
+      requireGrantEditor(caller.role, params.role);
+      platform.roles.revoke(caller.project.id, params.role, params.feature);
+      platform.audit.write({ action: "role.revoke", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
+      return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
+    })
+    .put(
+      "/api/packages/:package/access",
+      async ({ params, body, sessionToken }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        if (caller.role !== "owner") throw forbidden("owner_required", "Only the project owner can attach a package-access feature");
+        platform.roles.setPackageAccess(caller.project.id, params.package, body.feature);
+        platform.audit.write({ action: "package.access", userId: caller.user.id, projectId: caller.project.id, target: params.package, detail: { feature: body.feature } });
+        return { package: params.package, feature: body.feature };
+      },
+      { body: t.Object({ feature: t.String({ maxLength: 64 }) }) },
+    )
+    .delete("/api/packages/:package/access", async ({ params, sessionToken }) => {
+      const caller = await callers.resolveInProject(sessionToken);
+      if (caller.role !== "owner") throw forbidden("owner_required", "Only the project owner can detach a package-access feature");
+      platform.roles.clearPackageAccess(caller.project.id, params.package);
+      platform.audit.write({ action: "package.access", userId: caller.user.id, projectId: caller.project.id, target: params.package, detail: { feature: null } });
+      return { package: params.package, feature: null };
+    })
+    .get("/api/agents", async ({ sessionToken }) => {
+      const caller = await callers.resolveInProject(sessionToken);
+      return { agents: platform.agents.usableBy(caller.project.id, caller.user.id) };
+    })
+    .post(
+      "/api/agents",
+      async ({ body, sessionToken, set }) => {
+        const caller = await callers.resolveInProject(sessionToken);
+        if (caller.role === "viewer") throw forbidden("role_required", "Viewers cannot create agents");
+        const agent = platform.agents.create(caller.project.id, body.name, caller.user.id, body.shared ?? false);
+        platform.audit.write({ action: "agent.add", userId: caller.user.id, projectId: caller.project.id, agentId: agent.id, target: agent.name });
+        set.status = 201;
+        return agent;
+      },
+      { body: t.Object({ name: t.String({ maxLength: 64 }), shared: t.Optional(t.Boolean()) }) },
+    );
+}
+
+/** Admins edit grants of every role but the owner's; only the owner edits the admin role. */
+function requireGrantEditor(callerRole: string, targetRole: string): void {
+  if (!isProjectAdmin({ role: callerRole } as never)) throw forbidden("admin_required", "Only project owners and admins can do this");
+  if (targetRole === "owner") throw forbidden("owner_immutable", "The owner role always holds every feature");
+  if (targetRole === "admin" && callerRole !== "owner") throw forbidden("owner_required", "Only the owner can change the admin role");
+}

@@ -1,0 +1,86 @@
+import { and, eq } from "drizzle-orm";
+import type { Db } from "../db/index.ts";
+import { secrets } from "../db/index.ts";
+import { badRequest } from "./errors.ts";
+
+/** Where a secret lives: a user's own scope or a project's. */
+export type SecretScope = "user" | "project";
+
+/** What any API may show of a secret: never its value. */
+export interface SecretInfo {
+  scope: SecretScope;
+  id: string;
+  updatedAt: number;
+}
+
+const SECRET_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+/** Secrets are tokens and keys, not files. */
+const MAX_SECRET_LENGTH = 16 * 1024;
+const IV_BYTES = 12;
+
+/** Secrets encrypted at rest with AES-256-GCM; the value only leaves through `reveal` to server code. */
+export class Secrets {
+  constructor(
+    private readonly db: Db,
+    private readonly key: CryptoKey,
+  ) {}
+
+  /** Store (or replace) a secret. */
+  async put(scope: SecretScope, scopeId: string, id: string, value: string): Promise<SecretInfo> {
+    if (!SECRET_ID.test(id)) throw badRequest("invalid_secret_id", `Cannot store secret: "${id}" is not a valid secret id`);
+    if (typeof value !== "string" || value.length === 0 || value.length > MAX_SECRET_LENGTH) {
+      throw badRequest("invalid_secret_value", `Cannot store secret "${id}": the value must be 1 to ${MAX_SECRET_LENGTH} characters`);
+    }
+    const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
+    const ciphertext = await crypto.subtle.encrypt(
+      { name: "AES-GCM", iv, additionalData: aad(scope, scopeId, id) },
+      this.key,
+      new TextEncoder().encode(value),
+    );
+    const row = { scope, scopeId, id, iv: Buffer.from(iv), ciphertext: Buffer.from(ciphertext), updatedAt: Date.now() };
+    this.db
+      .insert(secrets)
+      .values(row)
+      .onConflictDoUpdate({ target: [secrets.scope, secrets.scopeId, secrets.id], set: { iv: row.iv, ciphertext: row.ciphertext, updatedAt: row.updatedAt } })
+      .run();
+    return { scope, id, updatedAt: row.updatedAt };
+  }
+
+  /** The plaintext, for server-side use only (a runner's API key, a bot token). Null when absent. */
+  async reveal(scope: SecretScope, scopeId: string, id: string): Promise<string | null> {
+    const row = this.db.select().from(secrets).where(this.#key(scope, scopeId, id)).get();
+    if (!row) return null;
+    const plain = await crypto.subtle.decrypt(
+      { name: "AES-GCM", iv: new Uint8Array(row.iv), additionalData: aad(scope, scopeId, id) },
+      this.key,
+      new Uint8Array(row.ciphertext),
+    );
+    return new TextDecoder().decode(plain);
+  }
+
+  /** Ids and times of a scope's secrets. */
+  list(scope: SecretScope, scopeId: string): SecretInfo[] {
+    return this.db
+      .select({ id: secrets.id, updatedAt: secrets.updatedAt })
+      .from(secrets)
+      .where(and(eq(secrets.scope, scope), eq(secrets.scopeId, scopeId)))
+      .all()
+      .map((r) => ({ scope, ...r }));
+  }
+
+  /** Delete a secret; true when one was there. */
+  delete(scope: SecretScope, scopeId: string, id: string): boolean {
+    const existed = this.db.select({ id: secrets.id }).from(secrets).where(this.#key(scope, scopeId, id)).get() !== undefined;
+    this.db.delete(secrets).where(this.#key(scope, scopeId, id)).run();
+    return existed;
+  }
+
+  #key(scope: SecretScope, scopeId: string, id: string) {
+    return and(eq(secrets.scope, scope), eq(secrets.scopeId, scopeId), eq(secrets.id, id));
+  }
+}
+
+/** Binding the ciphertext to its slot stops a row being copied under another id. */
+function aad(scope: string, scopeId: string, id: string): Uint8Array<ArrayBuffer> {
+  return new TextEncoder().encode(`${scope}\0${scopeId}\0${id}`);
+}

@@ -1,0 +1,76 @@
+import { eq } from "drizzle-orm";
+import type { Db } from "../db/index.ts";
+import { users } from "../db/index.ts";
+import { badRequest, conflict, notFound } from "./errors.ts";
+import { newId } from "./ids.ts";
+import { hashPassword, verifyPassword } from "./password.ts";
+
+/** A user as every API shows it: never the hash. */
+export interface User {
+  id: string;
+  email: string;
+  createdAt: number;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** Short passwords fall to offline guessing even under argon2id. */
+export const MIN_PASSWORD_LENGTH = 8;
+
+/** The user store: create, look up, verify a login. */
+export class Users {
+  /** A real hash verified for unknown emails, so both 401 paths cost the same time. */
+  #decoyHash: Promise<string> | null = null;
+
+  constructor(private readonly db: Db) {}
+
+  /** Create a user; the email is normalised to lower case. */
+  async create(email: string, password: string): Promise<User> {
+    const normalized = normalizeEmail(email);
+    if (!EMAIL.test(normalized)) throw badRequest("invalid_email", `Cannot create user: "${email}" is not an email address`);
+    if (password.length < MIN_PASSWORD_LENGTH) {
+      throw badRequest("weak_password", `Cannot create user: the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+    }
+    if (this.findByEmail(normalized)) throw conflict("user_exists", `Cannot create user: "${normalized}" already exists`);
+    const row = { id: newId(), email: normalized, passwordHash: await hashPassword(password), createdAt: Date.now() };
+    this.db.insert(users).values(row).run();
+    return publicUser(row);
+  }
+
+  /** The user with this id, or null. */
+  get(id: string): User | null {
+    const row = this.db.select().from(users).where(eq(users.id, id)).get();
+    return row ? publicUser(row) : null;
+  }
+
+  /** The user with this email, or null. */
+  findByEmail(email: string): User | null {
+    const row = this.db.select().from(users).where(eq(users.email, normalizeEmail(email))).get();
+    return row ? publicUser(row) : null;
+  }
+
+  /** The user with this email, or a 404 naming it. */
+  requireByEmail(email: string): User {
+    const user = this.findByEmail(email);
+    if (!user) throw notFound("user_not_found", `Cannot find user "${email}"`);
+    return user;
+  }
+
+  /** The user when email and password match; null otherwise, in the same time either way. */
+  async verifyLogin(email: string, password: string): Promise<User | null> {
+    const row = this.db.select().from(users).where(eq(users.email, normalizeEmail(email))).get();
+    if (!row) {
+      this.#decoyHash ??= hashPassword("decoy password for timing");
+      await verifyPassword(password, await this.#decoyHash);
+      return null;
+    }
+    return (await verifyPassword(password, row.passwordHash)) ? publicUser(row) : null;
+  }
+}
+
+function normalizeEmail(email: string): string {
+  return email.trim().toLowerCase();
+}
+
+function publicUser(row: { id: string; email: string; createdAt: number }): User {
+  return { id: row.id, email: row.email, createdAt: row.createdAt };
+}

@@ -1,0 +1,73 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config.ts";
+import { startHatch } from "../../src/main.ts";
+import { hatchCli, hatchCliProcess } from "../helpers/cli.ts";
+import { HttpClient } from "../helpers/http-client.ts";
+
+function tempDataDir(): string & Disposable {
+  const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
+  return Object.assign(dir, { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) }) as never;
+}
+
+describe("the hatch CLI", () => {
+  test("creates an owner, a project and a member who then logs in and reads the terminal health route", async () => {
+    using dir = tempDataDir();
+    expect((await hatchCli(dir, ["admin", "user", "add", "--email", "owner@example.com", "--password", "owner pass 1"])).code).toBe(0);
+    const project = await hatchCli(dir, ["admin", "project", "add", "--slug", "demo", "--name", "Demo", "--owner", "owner@example.com", "--json"]);
+    expect(project.code).toBe(0);
+    expect(project.json()).toMatchObject({ slug: "demo", name: "Demo", id: expect.any(String) });
+    await hatchCli(dir, ["admin", "user", "add", "--email", "member@example.com", "--password", "member pass 1"]);
+    const member = await hatchCli(dir, ["admin", "member", "add", "--project", "demo", "--email", "member@example.com", "--role", "member", "--json"]);
+    expect(member.json()).toEqual({ project: "demo", email: "member@example.com", role: "member" });
+
+    await using hatch = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir }));
+    const client = new HttpClient(hatch.url);
+    expect((await client.post("/api/auth/login", { email: "member@example.com", password: "member pass 1" })).status).toBe(200);
+    expect((await client.get("/api/packages/agent/terminal/health")).status).toBe(200);
+  });
+
+  test("roles, grants, agents and settings", async () => {
+    using dir = tempDataDir();
+    await hatchCli(dir, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"]);
+    await hatchCli(dir, ["admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com"]);
+    expect((await hatchCli(dir, ["admin", "role", "add", "--project", "p", "--name", "ops", "--json"])).json()).toEqual({ name: "ops", builtin: false, features: [] });
+    const granted = await hatchCli(dir, ["admin", "grant", "--project", "p", "--role", "ops", "--feature", "terminal.supervise", "--json"]);
+    expect(granted.json().features).toEqual(["terminal.supervise"]);
+    const revoked = await hatchCli(dir, ["admin", "revoke", "--project", "p", "--role", "ops", "--feature", "terminal.supervise", "--json"]);
+    expect(revoked.json().features).toEqual([]);
+    const agent = await hatchCli(dir, ["admin", "agent", "add", "--project", "p", "--name", "helper", "--owner", "o@example.com", "--json"]);
+    expect(agent.json()).toMatchObject({ name: "helper", shared: false });
+    expect((await hatchCli(dir, ["admin", "setting", "set", "terminalIdleShutdownMinutes", "5", "--json"])).json().value).toBe(5);
+    expect((await hatchCli(dir, ["admin", "setting", "get", "terminalIdleShutdownMinutes"])).out).toContain("terminalIdleShutdownMinutes = 5 minutes");
+  });
+
+  test("bad arguments print usage and exit non-zero, changing nothing", async () => {
+    using dir = tempDataDir();
+    const missing = await hatchCli(dir, ["admin", "user", "add", "--email", "x@example.com"]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain("--password is required");
+    expect(missing.err).toContain("usage: hatch admin user add");
+    const unknownFlag = await hatchCli(dir, ["admin", "user", "add", "--email", "x@example.com", "--password", "long enough", "--colour", "red"]);
+    expect(unknownFlag.code).toBe(2);
+    const unknownCommand = await hatchCli(dir, ["admin", "frobnicate"]);
+    expect(unknownCommand.code).toBe(2);
+    expect(unknownCommand.err).toContain("usage: hatch");
+    const badSetting = await hatchCli(dir, ["admin", "setting", "set", "terminalMaxSessions", "lots", "--json"]);
+    expect(badSetting.code).toBe(1);
+    expect(JSON.parse(badSetting.err).error.code).toBe("invalid_setting");
+    const weak = await hatchCli(dir, ["admin", "user", "add", "--email", "y@example.com", "--password", "short"]);
+    expect(weak.code).toBe(1);
+    expect(weak.err).toContain("at least 8 characters");
+    expect((await hatchCli(dir, ["admin", "setting", "get", "terminalMaxSessions", "--json"])).json().value).toBe(8);
+  });
+
+  test("the real CLI process exits non-zero with usage on bad arguments", async () => {
+    using dir = tempDataDir();
+    const result = await hatchCliProcess(dir, ["admin", "project", "add", "--slug", "x"]);
+    expect(result.code).toBe(2);
+    expect(result.err).toContain("usage: hatch admin project add");
+  });
+});

@@ -1,0 +1,19 @@
+import { describe, expect, test } from "bun:test";
+import { ConfigError, loadConfig } from "../src/config.ts";
+
+describe("configuration", () => {
+  test("defaults: web 3100, companion 3101, ./data, loopback", () => {
+    const config = loadConfig({}, "/srv/hatch");
+    expect(config).toMatchObject({ port: 3100, companionPort: 3101, dataDir: "/srv/hatch/data", host: "127.0.0.1", secretKey: null, shell: null, trustedProxies: [] });
+  });
+
+  test("HATCH_* values are parsed once and bad ones are named", () => {
+    const config = loadConfig({ HATCH_PORT: "8080", HATCH_TRUSTED_PROXIES: "10.0.0.1, 10.0.0.2", HATCH_SHELL: "/bin/zsh" }, "/x");
+    expect(config).toMatchObject({ port: 8080, trustedProxies: ["10.0.0.1", "10.0.0.2"], shell: "/bin/zsh" });
+    expect(() => loadConfig({ HATCH_PORT: "http" })).toThrow(ConfigError);
+    expect(() => loadConfig({ HATCH_COMPANION_PORT: "70000" })).toThrow('HATCH_COMPANION_PORT="70000"');
+    expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).toThrow("at least 32 characters");
+    // The key itself is never echoed in the error.
+    expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).not.toThrow("too-short-secret");
+  });
+});

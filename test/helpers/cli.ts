@@ -1,0 +1,33 @@
+import { adminCommands } from "../../src/cli/admin-commands.ts";
+import type { Command } from "../../src/cli/command.ts";
+import { runCli } from "../../src/cli/run-cli.ts";
+
+/** What one CLI run printed and returned. */
+export interface CliResult {
+  code: number;
+  out: string;
+  err: string;
+  json<T = any>(): T;
+}
+
+/** Run the hatch CLI in-process against a data dir, capturing its output. */
+export async function hatchCli(dataDir: string, argv: string[], commands: Command[] = adminCommands): Promise<CliResult> {
+  let out = "";
+  let err = "";
+  const code = await runCli(argv, commands, {
+    env: { HATCH_DATA_DIR: dataDir },
+    io: { out: (t) => (out += t + "\n"), err: (t) => (err += t + "\n") },
+  });
+  return { code, out, err, json: () => JSON.parse(out) };
+}
+
+/** Run the real `bun src/cli.ts` as a child process. */
+export async function hatchCliProcess(dataDir: string, argv: string[]): Promise<{ code: number; out: string; err: string }> {
+  const child = Bun.spawn([process.execPath, "src/cli.ts", ...argv], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HATCH_DATA_DIR: dataDir },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  return { code, out, err };
+}

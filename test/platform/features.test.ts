@@ -1,0 +1,86 @@
+import { describe, expect, test } from "bun:test";
+import { startWorld } from "../helpers/world.ts";
+
+const HEALTH = "/api/packages/agent/terminal/health";
+
+describe("roles and feature grants", () => {
+  test("a new project's roles carry exactly the specification's default grants", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const grants = Object.fromEntries(world.platform.roles.list(project.id).map((r) => [r.name, r.features]));
+    expect(grants).toEqual({
+      owner: ["*"],
+      admin: ["channels.connect", "channels.manage", "terminal.container", "terminal.native", "terminal.read", "terminal.supervise", "workflows.manage"],
+      manager: ["channels.connect", "core.execute", "terminal.read"],
+      member: ["channels.connect", "core.execute", "terminal.read"],
+      viewer: [],
+    });
+  });
+
+  test("a member reads the health route; a viewer gets 403", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const viewer = await world.signedIn(project, "viewer");
+    const health = await member.client.get(HEALTH);
+    expect(health.status).toBe(200);
+    expect(health.body).toMatchObject({ status: "ok", sessions: 0 });
+    expect(typeof health.body.uptimeSeconds).toBe("number");
+    const denied = await viewer.client.get(HEALTH);
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.code).toBe("feature_required");
+  });
+
+  test("a custom role starts with no features; granting and revoking terminal.read opens and closes the route", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    expect((await admin.client.post("/api/roles", { name: "auditor" })).body).toEqual({ name: "auditor", builtin: false, features: [] });
+    const auditor = await world.signedIn(project, "auditor");
+    expect((await auditor.client.get(HEALTH)).status).toBe(403);
+    expect((await admin.client.put("/api/roles/auditor/features/terminal.read")).status).toBe(200);
+    expect((await auditor.client.get(HEALTH)).status).toBe(200);
+    expect((await admin.client.delete("/api/roles/auditor/features/terminal.read")).status).toBe(200);
+    expect((await auditor.client.get(HEALTH)).status).toBe(403);
+  });
+
+  test("only owners and admins edit grants; nobody edits the owner's wildcard", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    const before = world.platform.roles.list(project.id);
+    expect((await member.client.put("/api/roles/member/features/terminal.container")).status).toBe(403);
+    expect((await admin.client.delete("/api/roles/owner/features/*")).status).toBe(403);
+    expect((await admin.client.put("/api/roles/admin/features/exec.unconfined")).status).toBe(403);
+    expect((await admin.client.put("/api/roles/nope/features/terminal.read")).status).toBe(404);
+    expect((await admin.client.put("/api/roles/member/features/Not%20A%20Feature")).status).toBe(400);
+    expect(world.platform.roles.list(project.id)).toEqual(before);
+  });
+
+  test("the owner's package-access feature hides the agent package from a custom role, which then gets 404 like an unknown route", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const admin = await world.signedIn(project, "admin");
+    await owner.client.post("/api/roles", { name: "contractor" });
+    await owner.client.put("/api/roles/contractor/features/terminal.read");
+    await owner.client.put("/api/roles/member/features/agent.access");
+    const contractor = await world.signedIn(project, "contractor");
+    const member = await world.signedIn(project, "member");
+    expect((await contractor.client.get(HEALTH)).status).toBe(200);
+
+    expect((await admin.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(403);
+    expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(200);
+
+    const hidden = await contractor.client.get(HEALTH);
+    const unknown = await contractor.client.get("/api/packages/agent/no-such-route");
+    expect(hidden.status).toBe(404);
+    expect(hidden.body).toEqual(unknown.body);
+    expect((await member.client.get(HEALTH)).status).toBe(200);
+    expect((await owner.client.get(HEALTH)).status).toBe(200);
+
+    await owner.client.delete("/api/packages/agent/access");
+    expect((await contractor.client.get(HEALTH)).status).toBe(200);
+  });
+});

@@ -1,0 +1,42 @@
+import { describe, expect, test } from "bun:test";
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { startWorld } from "../helpers/world.ts";
+
+describe("secrets", () => {
+  test("a stored secret is encrypted at rest, listed without its value, and readable only by server code", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const value = "sk-test-0123456789-very-secret";
+    const put = await member.client.put("/api/secrets/user/openai.apiKey", { value });
+    expect(put.status).toBe(200);
+    expect(JSON.stringify(put.body)).not.toContain(value);
+    const list = await member.client.get("/api/secrets");
+    expect(list.body.secrets).toEqual([{ scope: "user", id: "openai.apiKey", updatedAt: expect.any(Number) }]);
+    expect(JSON.stringify(list.body)).not.toContain(value);
+    const raw = world.hatch.sqlite.query("SELECT ciphertext FROM secrets").all() as { ciphertext: Uint8Array }[];
+    expect(Buffer.from(raw[0]!.ciphertext).toString("latin1")).not.toContain(value);
+    expect(await world.platform.secrets.reveal("user", member.user.id, "openai.apiKey")).toBe(value);
+  });
+
+  test("the generated key file is mode 0600 and a HATCH_SECRET_KEY shorter than 32 characters is refused", async () => {
+    await using world = await startWorld();
+    expect(statSync(join(world.config.dataDir, "secret.key")).mode & 0o777).toBe(0o600);
+    await expect(startWorld({ HATCH_SECRET_KEY: "short" })).rejects.toThrow("at least 32 characters");
+  });
+
+  test("project secrets need an owner or admin; a bad id gets 400; deleting an absent secret gets 404", async () => {
+    await using world = await startWorld({ HATCH_SECRET_KEY: "k".repeat(40) });
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    expect((await member.client.put("/api/secrets/project/shared.token", { value: "x" })).status).toBe(403);
+    expect((await admin.client.put("/api/secrets/project/shared.token", { value: "x" })).status).toBe(200);
+    expect((await admin.client.put("/api/secrets/project/bad%20id", { value: "x" })).status).toBe(400);
+    expect((await admin.client.put("/api/secrets/galaxy/x", { value: "x" })).status).toBe(400);
+    expect((await member.client.delete("/api/secrets/user/absent")).status).toBe(404);
+    expect((await member.client.get("/api/secrets?scope=project")).status).toBe(403);
+    expect((await admin.client.get("/api/secrets?scope=project")).body.secrets.map((s: { id: string }) => s.id)).toEqual(["shared.token"]);
+  });
+});
