@@ -128,3 +128,44 @@ export const secrets = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.scope, t.scopeId, t.id] })],
 );
+
+/** Sources a terminal tab (and the agent shell) can work in. `root` is an OS path for local and host kinds. */
+export const sources = sqliteTable(
+  "sources",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    slug: text("slug").notNull(),
+    label: text("label").notNull(),
+    kind: text("kind", { enum: ["local", "host", "brain", "webtop"] }).notNull(),
+    connector: text("connector").notNull(),
+    root: text("root"),
+    enabled: integer("enabled", { mode: "boolean" }).notNull().default(true),
+    /** Whether the shell engine can cover the source right now (a stopped source cannot). */
+    running: integer("running", { mode: "boolean" }).notNull().default(true),
+    /** When the default per-role permissions were seeded (first attach), or null. */
+    seededAt: integer("seeded_at"),
+    createdAt: createdAt(),
+  },
+  (t) => [uniqueIndex("sources_project_slug").on(t.projectId, t.slug)],
+);
+
+/** URI-policy rules: allow or deny r/w/x on a source (or a path below its root) to a role, a user or an agent. */
+export const sourceRules = sqliteTable(
+  "source_rules",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    sourceId: text("source_id").notNull().references(() => sources.id, { onDelete: "cascade" }),
+    subjectKind: text("subject_kind", { enum: ["role", "user", "agent"] }).notNull(),
+    subject: text("subject").notNull(),
+    /** Path below the source root, "" for the whole source. Normalised, no leading or trailing slash. */
+    path: text("path").notNull().default(""),
+    effect: text("effect", { enum: ["allow", "deny"] }).notNull(),
+    /** Any of r, w, x. */
+    perms: text("perms").notNull(),
+    /** Seeded defaults lose to explicit entries for the same subject. */
+    seeded: integer("seeded", { mode: "boolean" }).notNull().default(false),
+    createdAt: createdAt(),
+  },
+  (t) => [index("source_rules_source").on(t.sourceId)],
+);
