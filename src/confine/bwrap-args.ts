@@ -1,0 +1,67 @@
+/**
+ * bubblewrap's argument list for one confined command. Pure: the planner
+ * passes in what it learned from the filesystem.
+ *
+ * Order matters: bwrap applies mounts left to right and a later mount lands on
+ * top of an earlier one. So the shared dirs and host secrets are hidden first,
+ * then roots are bound parents first (a read-only sub-rule lands on its
+ * writable parent, a root under /root shows through), then deny paths are
+ * covered (a denied data dir inside a root stays hidden), and the scratch dir
+ * is bound last so it shows even when it lives under /tmp or the data dir.
+ */
+
+/** One entry to hide: a directory gets an empty tmpfs, a file gets /dev/null. */
+export interface HiddenPath {
+  path: string;
+  kind: "dir" | "file";
+}
+
+/** Everything bwrap needs to lay out the sandbox. */
+export interface BwrapLayout {
+  /** Host dirs replaced by an empty tmpfs (shared /tmp, /run…), only ones that exist as real dirs. */
+  hide: string[];
+  /** Host secrets that exist; roots below them show through. */
+  conceal: HiddenPath[];
+  /** Binaries the helper needs that would otherwise sit under a hidden dir; bound read-only. */
+  expose: string[];
+  /** Roots, parents first. */
+  roots: { path: string; write: boolean }[];
+  /** Deny paths that exist on the host. */
+  deny: HiddenPath[];
+  scratch: string;
+  /** setsid(): no controlling terminal. Off for interactive PTYs (job control needs it). */
+  newSession: boolean;
+}
+
+/**
+ * Namespace and privilege flags. As root, `--unshare-user --cap-drop ALL` is
+ * what stops the sandbox from remounting `/` read-write (notes, experiment B).
+ */
+export const BWRAP_ISOLATION = ["--die-with-parent", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"];
+
+/**
+ * The arguments after the bwrap path and before the inner command.
+ *
+ * @example
+ * [bwrapPath, ...bwrapArgs(layout), bun, helper, ...helperArgs]
+ */
+export function bwrapArgs(layout: BwrapLayout): string[] {
+  const args = [...BWRAP_ISOLATION];
+  if (layout.newSession) args.push("--new-session");
+  // bwrap's own PID 1 keeps bwrap's environment: start empty, the program's env travels to the helper.
+  args.push("--clearenv");
+  args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc");
+  for (const dir of layout.hide) args.push("--tmpfs", dir);
+  for (const hidden of layout.conceal) args.push(...cover(hidden));
+  for (const path of layout.expose) args.push("--ro-bind", path, path);
+  for (const root of layout.roots) args.push(root.write ? "--bind" : "--ro-bind", root.path, root.path);
+  for (const hidden of layout.deny) args.push(...cover(hidden));
+  args.push("--bind", layout.scratch, layout.scratch);
+  // Bun reads bunfig.toml from its cwd before the helper runs: start it in "/", the helper enters the real cwd.
+  args.push("--chdir", "/");
+  return args;
+}
+
+function cover(hidden: HiddenPath): string[] {
+  return hidden.kind === "dir" ? ["--tmpfs", hidden.path] : ["--ro-bind", "/dev/null", hidden.path];
+}

@@ -1,0 +1,146 @@
+/**
+ * What a confined command may touch, and the checks that turn a caller's
+ * spec into real, validated paths before anything is spawned.
+ */
+import { lstatSync, realpathSync } from "node:fs";
+import { isAbsolute, normalize } from "node:path";
+import { rootInvalid } from "./confine-errors.ts";
+import { isStrictlyWithin, isWithin } from "./landlock-rules.ts";
+import { resolveWithinBoundary } from "./source-boundary.ts";
+
+/** One directory (or file) the command may read, and write when `write` is set. */
+export interface ConfineRoot {
+  path: string;
+  write: boolean;
+}
+
+/** A request to run one command confined. */
+export interface ConfineSpec {
+  /** Each must exist; realpath'd here. Paths below a root may have their own entries (path-by-path confinement). */
+  roots: ConfineRoot[];
+  /** The session's private 0700 directory; always writable; TMPDIR etc. already point at it in `env`. */
+  scratch: string;
+  /** Never readable in any mode: the service's data dir, the key file. */
+  deny: string[];
+  /** Working directory; must lie inside a root or the scratch dir. */
+  cwd: string;
+  /** Program and arguments; the program path is absolute. */
+  argv: string[];
+  /** Already clean: exactly this environment reaches the program. */
+  env: Record<string, string>;
+  /** When set, a root that resolves outside it, or passes through a symlink leading out of it, is refused. */
+  sourceBoundary?: string;
+}
+
+/** A spec whose paths are real and checked. */
+export interface ResolvedSpec {
+  /** Sorted parents first, so deeper entries can override (mount order). */
+  roots: ConfineRoot[];
+  scratch: string;
+  deny: string[];
+  cwd: string;
+  argv: string[];
+  env: Record<string, string>;
+}
+
+/** Kernel interfaces and devices: nothing at or below them is ever a writable root. */
+const KERNEL_TREES = ["/proc", "/sys", "/dev"];
+/**
+ * Shared temp and runtime dirs (other users' sockets and files) and the system
+ * itself: a writable root may live below them (a private dir under /tmp) but
+ * never be one of them or contain one.
+ */
+const SYSTEM_DIRS = ["/tmp", "/var/tmp", "/run", "/var/run", "/var", "/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib64", "/home", "/root"];
+
+/** True when making `path` writable would expose a kernel tree, a shared dir or the system. */
+function isSystemPath(path: string): boolean {
+  if (path === "/") return true;
+  if (KERNEL_TREES.some((k) => isWithin(path, k) || isStrictlyWithin(k, path))) return true;
+  return SYSTEM_DIRS.some((d) => isWithin(d, path));
+}
+/** Any permission bit for group or others on the scratch dir would let another user in. */
+const SCRATCH_FOREIGN_BITS = 0o077;
+
+/**
+ * Validate `spec` and return its real paths; throws `root_invalid` (400).
+ *
+ * @example
+ * resolveConfineSpec({ roots: [{ path: "/srv/app", write: true }], scratch, deny: [], cwd: "/srv/app", argv: ["/bin/bash"], env })
+ */
+export function resolveConfineSpec(spec: ConfineSpec): ResolvedSpec {
+  if (spec.argv.length === 0 || !isAbsolute(spec.argv[0]!)) {
+    throw rootInvalid(`Cannot run "${spec.argv[0] ?? ""}": expected an absolute program path`, { field: "argv" });
+  }
+  for (const [name, value] of Object.entries(spec.env)) {
+    if (name === "" || name.includes("=") || name.includes("\0") || value.includes("\0")) {
+      throw rootInvalid(`Cannot pass environment variable "${name.replaceAll("\0", "")}": invalid name or value`, { field: "env" });
+    }
+  }
+  const deny = spec.deny.map((d) => realOrNormal(d));
+  const scratch = resolveScratch(spec.scratch);
+  const roots = resolveRoots(spec, deny);
+  const cwd = real(spec.cwd, "working directory");
+  if (!isWithin(cwd, scratch) && !roots.some((r) => isWithin(cwd, r.path))) {
+    throw rootInvalid(`Cannot use working directory "${spec.cwd}": it lies outside every root`, { field: "cwd" });
+  }
+  if (deny.some((d) => isWithin(cwd, d) && !isWithin(cwd, scratch))) {
+    throw rootInvalid(`Cannot use working directory "${spec.cwd}": it lies inside a denied path`, { field: "cwd" });
+  }
+  return { roots, scratch, deny, cwd, argv: [...spec.argv], env: { ...spec.env } };
+}
+
+function resolveRoots(spec: ConfineSpec, deny: string[]): ConfineRoot[] {
+  const byPath = new Map<string, boolean>();
+  for (const root of spec.roots) {
+    if (!isAbsolute(root.path)) throw rootInvalid(`Cannot use root "${root.path}": expected an absolute path`, { path: root.path });
+    const path = spec.sourceBoundary === undefined ? real(root.path, "root") : resolveWithinBoundary(spec.sourceBoundary, root.path);
+    if (deny.some((d) => isWithin(path, d))) {
+      throw rootInvalid(`Cannot use root "${root.path}": it lies inside a denied path`, { path: root.path });
+    }
+    if (root.write && isSystemPath(path)) {
+      throw rootInvalid(`Cannot make root "${root.path}" writable: it is or contains a system directory`, { path: root.path });
+    }
+    const previous = byPath.get(path);
+    if (previous !== undefined && previous !== root.write) {
+      throw rootInvalid(`Cannot use root "${root.path}": it has both a read-only and a writable rule`, { path: root.path });
+    }
+    byPath.set(path, root.write);
+  }
+  return [...byPath]
+    .map(([path, write]) => ({ path, write }))
+    .sort((a, b) => depth(a.path) - depth(b.path) || a.path.localeCompare(b.path));
+}
+
+function resolveScratch(path: string): string {
+  if (!isAbsolute(path)) throw rootInvalid(`Cannot use scratch dir "${path}": expected an absolute path`, { field: "scratch" });
+  const resolved = real(path, "scratch dir");
+  const st = lstatSync(resolved);
+  if (!st.isDirectory() || (st.mode & SCRATCH_FOREIGN_BITS) !== 0) {
+    throw rootInvalid(`Cannot use scratch dir "${path}": expected a directory with mode 0700`, { field: "scratch" });
+  }
+  if (isSystemPath(resolved)) {
+    throw rootInvalid(`Cannot use scratch dir "${path}": it is a system directory`, { field: "scratch" });
+  }
+  return resolved;
+}
+
+const depth = (path: string) => (path === "/" ? 0 : path.split("/").length - 1);
+
+function real(path: string, what: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    throw rootInvalid(`Cannot use ${what} "${path}": it does not exist`, { path });
+  }
+}
+
+/** A deny path that does not exist yet still blocks its place. */
+function realOrNormal(path: string): string {
+  if (!isAbsolute(path)) throw rootInvalid(`Cannot deny "${path}": expected an absolute path`, { path });
+  try {
+    return realpathSync(path);
+  } catch {
+    const clean = normalize(path);
+    return clean.length > 1 && clean.endsWith("/") ? clean.slice(0, -1) : clean;
+  }
+}

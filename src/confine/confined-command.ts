@@ -1,0 +1,172 @@
+/**
+ * The planner: from a confinement spec and what the host offers, the exact
+ * command to spawn (bwrap → Landlock helper → program, or helper → program).
+ * It never returns an unconfined command: every failure throws a HatchError.
+ */
+import { lstatSync, realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { type BwrapLayout, bwrapArgs, type HiddenPath } from "./bwrap-args.ts";
+import { confinementUnavailable, confinementUnsupported } from "./confine-errors.ts";
+import { type ConfineSpec, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
+import { formatHelperArgs, type HelperArgs } from "./helper-args.ts";
+import { HOST_SECRET_PATHS } from "./host-secrets.ts";
+import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";
+import { isStrictlyWithin, isWithin } from "./landlock-rules.ts";
+import type { ConfinementProbe } from "./probe.ts";
+
+/** Which layers confine the command. */
+export type ConfinementMode = "landlock" | "landlock+bwrap";
+
+/** How to run the Landlock helper: a Bun binary and the `landlock-exec.ts` script. */
+export interface HelperCommand {
+  bun: string;
+  script: string;
+}
+
+/** Planner options. */
+export interface PlanOptions {
+  helper: HelperCommand;
+  /** Layer bwrap when it works here (default true); false runs Landlock alone. */
+  preferBwrap?: boolean;
+  /** setsid() before exec: for non-PTY runs; off for interactive PTYs, which need job control. */
+  newSession?: boolean;
+  /** Lowest Landlock ABI accepted (default 3). */
+  minLandlockAbi?: number;
+  /** Host paths hidden unless a root lies below them (default `HOST_SECRET_PATHS`). */
+  hostSecrets?: readonly string[];
+}
+
+/** What to spawn. Pass `env` exactly (never merge in the server's) and only fds 0, 1, 2. */
+export interface ConfinedCommand {
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+  mode: ConfinementMode;
+}
+
+/**
+ * The outer process's environment: empty. The program's environment reaches
+ * it as helper arguments, so nothing a spawner merges in (bun-pty adds the
+ * server's own environment) can reach the program, and Bun never sees a
+ * `BUN_OPTIONS` from the spec before Landlock is on.
+ */
+const OUTER_ENV: Record<string, string> = {};
+/** Shared dirs full of other processes' sockets and files, hidden by an empty tmpfs in bwrap. */
+const SHARED_DIRS = ["/tmp", "/var/tmp", "/run", "/var/run"];
+/** Devices every shell uses; the terminal on fds 0-2 is added by the helper itself. */
+const STANDARD_DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+/**
+ * Inside bwrap, /dev is bwrap's own minimal tree: /dev/console is the session's
+ * terminal (what `tty` prints), /dev/pts a private devpts (new PTYs for tmux or
+ * script stay inside), /dev/shm a private dir. On the host these are shared
+ * with other sessions, so Landlock alone grants none of them.
+ */
+const BWRAP_DEVICES = ["/dev/console", "/dev/pts"];
+/** Bun's flags for the helper: ignore any bunfig.toml and .env file (they could preload code before Landlock). */
+const BUN_HELPER_FLAGS = ["--config=/dev/null", "--no-env-file"];
+
+/**
+ * The helper shipped beside this module, run by the current Bun.
+ *
+ * @example
+ * planConfinedCommand(spec, probe, { helper: defaultLandlockHelper() })
+ */
+export function defaultLandlockHelper(bun: string = process.execPath): HelperCommand {
+  return { bun, script: fileURLToPath(new URL("./landlock-exec.ts", import.meta.url)) };
+}
+
+/**
+ * Plan the confined spawn; throws `confinement_unsupported` off Linux,
+ * `confinement_unavailable` without a usable Landlock, `root_invalid` for a bad spec.
+ *
+ * @example
+ * const cmd = planConfinedCommand(spec, await probe(), { helper: defaultLandlockHelper() });
+ * Bun.spawn(cmd.argv, { env: cmd.env, cwd: cmd.cwd, terminal: { cols, rows, data } });
+ */
+export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, options: PlanOptions): ConfinedCommand {
+  if (probe.platform !== "linux") throw confinementUnsupported(probe.platform);
+  const abiMin = options.minLandlockAbi ?? DEFAULT_MIN_ABI;
+  if (probe.landlockAbi === null) {
+    throw confinementUnavailable("Cannot confine: Landlock is not available on this kernel (absent or disabled at boot)");
+  }
+  if (probe.landlockAbi < abiMin) {
+    throw confinementUnavailable(`Cannot confine: Landlock ABI ${probe.landlockAbi} is below the required ${abiMin}`, {
+      abi: probe.landlockAbi,
+      abiMin,
+    });
+  }
+  const resolved = resolveConfineSpec(spec);
+  const secrets = existing(options.hostSecrets ?? HOST_SECRET_PATHS);
+  const bwrap = options.preferBwrap !== false ? probe.bwrapPath : null;
+  const newSession = options.newSession ?? false;
+  const helper = [options.helper.bun, ...BUN_HELPER_FLAGS, options.helper.script];
+  const helperArgs = landlockArgs(resolved, secrets, abiMin, newSession, bwrap !== null);
+  if (bwrap === null) {
+    return { argv: [...helper, ...formatHelperArgs(helperArgs)], env: { ...OUTER_ENV }, cwd: "/", mode: "landlock" };
+  }
+  const layout = bwrapLayout(resolved, secrets, options.helper, newSession);
+  return {
+    argv: [bwrap, ...bwrapArgs(layout), ...helper, ...formatHelperArgs(helperArgs)],
+    env: { ...OUTER_ENV },
+    cwd: "/",
+    mode: "landlock+bwrap",
+  };
+}
+
+function landlockArgs(spec: ResolvedSpec, secrets: HiddenPath[], abiMin: number, newSession: boolean, inBwrap: boolean): HelperArgs {
+  const writable = spec.roots.filter((r) => r.write).map((r) => r.path);
+  // Alone, Landlock must carve read-only sub-rules out of writable roots itself. Inside bwrap the
+  // read-only bind mount already does (EROFS), so the writable root's own top level stays usable.
+  const readOnly = spec.roots
+    .filter((r) => !r.write)
+    .map((r) => r.path)
+    .filter((p) => !inBwrap || !writable.some((w) => isStrictlyWithin(p, w)));
+  return {
+    // /dev lists names only: device nodes open by explicit grant (uid 0 owns the raw disks).
+    list: ["/dev"],
+    ro: ["/", ...readOnly.filter((p) => p !== "/")],
+    rw: [...writable, spec.scratch, ...(inBwrap ? ["/dev/shm"] : [])],
+    dev: [...STANDARD_DEVICES, ...(inBwrap ? BWRAP_DEVICES : [])],
+    deny: [...spec.deny, ...secrets.map((s) => s.path)],
+    env: Object.entries(spec.env).map(([name, value]) => `${name}=${value}`),
+    cwd: spec.cwd,
+    abiMin,
+    newSession,
+    argv: spec.argv,
+  };
+}
+
+function bwrapLayout(spec: ResolvedSpec, secrets: HiddenPath[], helper: HelperCommand, newSession: boolean): BwrapLayout {
+  const hide = SHARED_DIRS.filter((dir) => kindOf(dir) === "dir");
+  // The helper must stay reachable even if Bun or the script lives under a hidden dir.
+  const hidden = [...hide, ...secrets.map((s) => s.path)];
+  const expose = [helper.bun, dirOf(helper.script)].filter((p) => hidden.some((h) => isWithin(p, h)));
+  return { hide, conceal: secrets, expose, roots: spec.roots, deny: existing(spec.deny), scratch: spec.scratch, newSession };
+}
+
+/** The paths that exist, real, with their kind (only those can be covered by a mount). */
+function existing(paths: readonly string[]): HiddenPath[] {
+  const out: HiddenPath[] = [];
+  for (const path of paths) {
+    let real: string;
+    try {
+      real = realpathSync(path);
+    } catch {
+      continue;
+    }
+    const kind = kindOf(real);
+    if (kind !== "other") out.push({ path: real, kind });
+  }
+  return out;
+}
+
+function kindOf(path: string): "dir" | "file" | "other" {
+  try {
+    const st = lstatSync(path);
+    return st.isSymbolicLink() ? "other" : st.isDirectory() ? "dir" : "file";
+  } catch {
+    return "other";
+  }
+}
+
+const dirOf = (path: string) => path.slice(0, path.lastIndexOf("/")) || "/";

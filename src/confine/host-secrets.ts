@@ -1,0 +1,36 @@
+/**
+ * Host files that uid 0 can read by plain ownership, no capability needed.
+ * hatch runs as root, and both modes keep uid 0 (bwrap maps it to itself;
+ * Landlock alone leaves it), so a confined shell would otherwise read these
+ * through the read-only view of `/`. The planner hides every one that exists,
+ * unless the caller passes its own list. A root may still live below one (a
+ * source under /root/src): it is mounted and granted explicitly on top.
+ *
+ * Running the service under its own unprivileged user is the stronger fix:
+ * then ordinary file permissions protect all of these.
+ */
+export const HOST_SECRET_PATHS: readonly string[] = [
+  // The service account's home: cloud, SSH, git and registry credentials.
+  "/root",
+  // Password hashes and their backups.
+  "/etc/shadow",
+  "/etc/shadow-",
+  "/etc/gshadow",
+  "/etc/gshadow-",
+  // Privilege policy, and SSH host private keys (impersonating the host).
+  "/etc/sudoers",
+  "/etc/sudoers.d",
+  "/etc/ssh",
+  // TLS private keys and systemd credentials.
+  "/etc/ssl/private",
+  "/etc/credstore",
+  "/etc/credstore.encrypted",
+  "/var/lib/systemd/credential.secret",
+  // Container runtimes' state: other containers' filesystems and secrets.
+  "/var/lib/docker",
+  "/var/lib/containerd",
+  // Logs (auth, shell history of other tools), backups and crontabs.
+  "/var/log",
+  "/var/backups",
+  "/var/spool/cron",
+];

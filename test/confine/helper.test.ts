@@ -1,0 +1,71 @@
+/**
+ * The Landlock helper's command line and its fail-closed exits, run as the
+ * real separate process.
+ */
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { defaultLandlockHelper, formatHelperArgs, type HelperArgs, parseHelperArgs } from "../../src/confine/index.ts";
+
+const sample: HelperArgs = {
+  list: ["/dev"],
+  ro: ["/"],
+  rw: ["/srv/app", "/srv/scratch"],
+  dev: ["/dev/null"],
+  deny: ["/srv/data"],
+  env: ["PATH=/usr/bin", "EMPTY=", "EQ=a=b"],
+  cwd: "/srv/app",
+  abiMin: 4,
+  newSession: true,
+  argv: ["/bin/bash", "-c", "echo -- --ro /"],
+};
+
+async function runHelper(args: string[]) {
+  const { bun, script } = defaultLandlockHelper();
+  const proc = Bun.spawn([bun, "--config=/dev/null", "--no-env-file", script, ...args], { env: {}, cwd: "/", stdio: ["ignore", "pipe", "pipe"] });
+  const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+  return { code, stdout, error: stderr ? JSON.parse(stderr.trim()).error : null };
+}
+
+describe("helper arguments", () => {
+  test("format and parse agree, including '--' and '=' inside values", () => {
+    expect(parseHelperArgs(formatHelperArgs(sample))).toEqual(sample);
+  });
+
+  test("bad arguments are named", () => {
+    expect(() => parseHelperArgs(["--ro", "relative", "--", "/bin/true"])).toThrow('Cannot use --ro "relative": expected an absolute path');
+    expect(() => parseHelperArgs(["--ro", "/"])).toThrow('Missing "-- PROGRAM [ARG...]"');
+    expect(() => parseHelperArgs(["--", "true"])).toThrow('Cannot run "true": expected an absolute program path');
+    expect(() => parseHelperArgs(["--env", "NOVALUE", "--", "/bin/true"])).toThrow('Cannot use --env "NOVALUE": expected NAME=VALUE');
+    expect(() => parseHelperArgs(["--bogus", "--", "/bin/true"])).toThrow('Unknown argument "--bogus"');
+  });
+});
+
+describe("the helper process fails closed", () => {
+  test("a usage error exits 126 with a JSON error and runs nothing", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hatch-helper-"));
+    try {
+      const marker = join(dir, "ran");
+      expect(await runHelper(["--ro", "nope", "--", "/usr/bin/touch", marker])).toMatchObject({ code: 126, stdout: "", error: { code: "helper_usage" } });
+      expect(existsSync(marker)).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("an ABI minimum above the kernel's exits 126 with confinement_unavailable", async () => {
+    const r = await runHelper(["--abi-min", "99", "--ro", "/", "--", "/bin/echo", "ran"]);
+    expect(r).toMatchObject({ code: 126, stdout: "", error: { code: "confinement_unavailable", detail: { abiMin: 99 } } });
+  });
+
+  test("a missing program exits 127 with exec_failed, after confinement was applied", async () => {
+    expect(await runHelper(["--ro", "/", "--", "/nonexistent/program"])).toMatchObject({ code: 127, error: { code: "exec_failed" } });
+  });
+
+  test("with no grants at all the program runs but can read nothing", async () => {
+    const r = await runHelper(["--", "/bin/cat", "/etc/hostname"]);
+    expect(r.code).not.toBe(0); // /bin/cat itself cannot be executed without an execute right
+    expect(r.stdout).toBe("");
+  });
+});

@@ -1,0 +1,172 @@
+/**
+ * The planner's refusals and the exact shape of what it plans. Nothing here
+ * spawns a process: a refusal must come before any spawn.
+ */
+import { describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, symlinkSync } from "node:fs";
+import { join } from "node:path";
+import { HatchError } from "../../src/platform/index.ts";
+import { type ConfineSpec, type ConfinementProbe, defaultLandlockHelper, planConfinedCommand, probeConfinement } from "../../src/confine/index.ts";
+import { Sandbox } from "./sandbox-fixture.ts";
+
+const LINUX: ConfinementProbe = { platform: "linux", landlockAbi: 7, bwrapPath: "/usr/bin/bwrap" };
+const helper = { bun: "/opt/bun/bun", script: "/opt/hatch/src/confine/landlock-exec.ts" };
+
+function refusal(fn: () => unknown): { code: string; status: number } {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof HatchError) return { code: error.code, status: error.status };
+    throw error;
+  }
+  throw new Error("expected a refusal, got a command");
+}
+
+async function layout() {
+  // Only the paths matter here; the mode is irrelevant to the planner's checks.
+  return Sandbox.create("landlock");
+}
+
+describe("platform and mechanism", () => {
+  test("a non-Linux platform is refused with confinement_unsupported, never an unconfined command", async () => {
+    await using sb = await layout();
+    const probe = await probeConfinement({ platform: "darwin", tryBwrap: () => Promise.reject(new Error("must not run")) });
+    expect(probe).toEqual({ platform: "darwin", landlockAbi: null, bwrapPath: null });
+    expect(refusal(() => planConfinedCommand(sb.spec(), probe, { helper }))).toEqual({ code: "confinement_unsupported", status: 500 });
+  });
+
+  test("Linux without Landlock, or with an ABI below the minimum, is refused with confinement_unavailable", async () => {
+    await using sb = await layout();
+    expect(refusal(() => planConfinedCommand(sb.spec(), { ...LINUX, landlockAbi: null }, { helper }))).toEqual({ code: "confinement_unavailable", status: 500 });
+    expect(refusal(() => planConfinedCommand(sb.spec(), { ...LINUX, landlockAbi: 2 }, { helper }))).toEqual({ code: "confinement_unavailable", status: 500 });
+    expect(refusal(() => planConfinedCommand(sb.spec(), LINUX, { helper, minLandlockAbi: 8 }))).toEqual({ code: "confinement_unavailable", status: 500 });
+  });
+
+  test("bwrap is layered when it works and not disabled; otherwise Landlock runs alone", async () => {
+    await using sb = await layout();
+    expect(planConfinedCommand(sb.spec(), LINUX, { helper }).mode).toBe("landlock+bwrap");
+    expect(planConfinedCommand(sb.spec(), LINUX, { helper, preferBwrap: false }).mode).toBe("landlock");
+    expect(planConfinedCommand(sb.spec(), { ...LINUX, bwrapPath: null }, { helper }).mode).toBe("landlock");
+  });
+});
+
+describe("the planned command", () => {
+  test("bwrap mode: isolation flags, mounts in layering order, then the helper with the program's env as arguments", async () => {
+    await using sb = await layout();
+    const spec: ConfineSpec = { ...sb.spec(), env: { PATH: "/usr/bin:/bin", TMPDIR: sb.scratch } };
+    const cmd = planConfinedCommand(spec, LINUX, { helper, hostSecrets: [] });
+    const at = (...seq: string[]) => cmd.argv.findIndex((_, i) => seq.every((s, j) => cmd.argv[i + j] === s));
+    expect(cmd.env).toEqual({});
+    expect(cmd.cwd).toBe("/");
+    expect(cmd.argv.slice(0, 9)).toEqual(["/usr/bin/bwrap", "--die-with-parent", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--clearenv", "--ro-bind"]);
+    expect(cmd.argv).not.toContain("--new-session");
+    expect(cmd.argv).not.toContain("--setenv");
+    const tmp = at("--tmpfs", "/tmp");
+    const root = at("--bind", sb.root, sb.root);
+    const visible = at("--ro-bind", sb.visible, sb.visible);
+    const data = at("--tmpfs", sb.data);
+    const scratch = at("--bind", sb.scratch, sb.scratch);
+    const chdir = at("--chdir", "/", helper.bun, "--config=/dev/null", "--no-env-file", helper.script);
+    expect([tmp, root, visible, data, scratch, chdir].every((i) => i > 0)).toBe(true);
+    expect(tmp < root && root < data && visible < data && data < scratch && scratch < chdir).toBe(true);
+    const inner = cmd.argv.slice(chdir + 6);
+    expect(inner).toEqual([
+      "--abi-min", "3", "--cwd", sb.root,
+      "--list", "/dev",
+      "--ro", "/", "--ro", sb.visible,
+      "--rw", sb.root, "--rw", sb.scratch, "--rw", "/dev/shm",
+      "--dev", "/dev/null", "--dev", "/dev/zero", "--dev", "/dev/full", "--dev", "/dev/random", "--dev", "/dev/urandom", "--dev", "/dev/tty", "--dev", "/dev/console", "--dev", "/dev/pts",
+      "--deny", sb.data,
+      "--env", "PATH=/usr/bin:/bin", "--env", `TMPDIR=${sb.scratch}`,
+      "--", ...spec.argv,
+    ]);
+  });
+
+  test("Landlock mode: the helper is the outer process, read-only roots are passed so it can carve them", async () => {
+    await using sb = await layout();
+    const cmd = planConfinedCommand(sb.spec(), LINUX, { helper, preferBwrap: false, newSession: true, hostSecrets: [] });
+    expect(cmd.argv.slice(0, 4)).toEqual([helper.bun, "--config=/dev/null", "--no-env-file", helper.script]);
+    expect(cmd.argv).toContain("--new-session");
+    expect(cmd.argv.slice(cmd.argv.indexOf("--ro"), cmd.argv.indexOf("--ro") + 4)).toEqual(["--ro", "/", "--ro", sb.visible]);
+    expect(cmd.argv).not.toContain("/dev/pts");
+    expect(cmd).toMatchObject({ env: {}, cwd: "/", mode: "landlock" });
+  });
+
+  test("non-PTY runs get --new-session in bwrap too", async () => {
+    await using sb = await layout();
+    const cmd = planConfinedCommand(sb.spec(), LINUX, { helper, newSession: true });
+    expect(cmd.argv.filter((a) => a === "--new-session")).toHaveLength(2);
+  });
+
+  test("existing host secrets are hidden before the roots are bound, so a root below one shows through", async () => {
+    await using sb = await layout();
+    const secretHome = join(sb.hidden, "home");
+    const project = join(secretHome, "project");
+    mkdirSync(project, { recursive: true });
+    const cmd = planConfinedCommand({ ...sb.spec(), roots: [{ path: project, write: true }], cwd: project }, LINUX, {
+      helper,
+      hostSecrets: [secretHome, join(sb.hidden, "absent")],
+    });
+    const conceal = cmd.argv.indexOf(secretHome);
+    expect(cmd.argv[conceal - 1]).toBe("--tmpfs");
+    expect(conceal).toBeLessThan(cmd.argv.indexOf(project));
+    expect(cmd.argv).toContain("--deny");
+    expect(cmd.argv.join(" ")).toContain(`--deny ${secretHome}`);
+    expect(cmd.argv.join(" ")).not.toContain("absent");
+  });
+});
+
+describe("refused roots (root_invalid, before anything is spawned)", () => {
+  test("a root that is a symlink leading out of its source boundary", async () => {
+    await using sb = await layout();
+    symlinkSync("/etc", join(sb.root, "etc-link"));
+    const spec = { ...sb.spec(), roots: [{ path: join(sb.root, "etc-link"), write: false }], sourceBoundary: sb.root };
+    expect(refusal(() => planConfinedCommand(spec, LINUX, { helper }))).toEqual({ code: "root_invalid", status: 400 });
+  });
+
+  test("a root passing through a symlink that leads out and back in", async () => {
+    await using sb = await layout();
+    mkdirSync(join(sb.root, "inner"));
+    symlinkSync(sb.root, join(sb.hidden, "back")); // hidden/back -> root
+    symlinkSync(join(sb.hidden, "back"), join(sb.root, "out-and-back")); // root/out-and-back -> hidden/back
+    const spec = { ...sb.spec(), roots: [{ path: join(sb.root, "out-and-back", "inner"), write: true }], sourceBoundary: sb.root };
+    expect(refusal(() => planConfinedCommand(spec, LINUX, { helper }))).toEqual({ code: "root_invalid", status: 400 });
+  });
+
+  test("a symlink that stays inside the boundary is accepted and resolved", async () => {
+    await using sb = await layout();
+    mkdirSync(join(sb.root, "real"));
+    symlinkSync("real", join(sb.root, "alias"));
+    const spec = { ...sb.spec(), roots: [{ path: join(sb.root, "alias"), write: true }], cwd: join(sb.root, "real"), sourceBoundary: sb.root };
+    const cmd = planConfinedCommand(spec, LINUX, { helper });
+    expect(cmd.argv.join(" ")).toContain(`--bind ${join(sb.root, "real")} ${join(sb.root, "real")}`);
+  });
+
+  test("missing roots, roots inside a deny path, writable system dirs, a cwd outside the roots, a shared scratch dir", async () => {
+    await using sb = await layout();
+    const base = sb.spec();
+    const loose = join(sb.data, "scratch", "loose");
+    mkdirSync(loose);
+    chmodSync(loose, 0o755);
+    const cases: Partial<ConfineSpec>[] = [
+      { roots: [{ path: join(sb.root, "missing"), write: true }] },
+      { roots: [{ path: join(sb.data, "scratch"), write: false }] },
+      { roots: [{ path: "/", write: true }] },
+      { roots: [{ path: "/etc", write: true }] },
+      { roots: [{ path: "/tmp", write: true }] },
+      { roots: [{ path: "/proc/self", write: true }] },
+      { roots: [{ path: sb.root, write: true }, { path: sb.root, write: false }] },
+      { cwd: sb.hidden },
+      { scratch: loose },
+      { argv: ["bash"] },
+      { env: { "A=B": "x" } },
+    ];
+    for (const c of cases) {
+      expect({ c, r: refusal(() => planConfinedCommand({ ...base, ...c }, LINUX, { helper })) }).toEqual({ c, r: { code: "root_invalid", status: 400 } });
+    }
+  });
+});
+
+test("the default helper is the landlock-exec.ts beside the planner, run by this Bun", () => {
+  expect(defaultLandlockHelper()).toEqual({ bun: process.execPath, script: join(import.meta.dir, "../../src/confine/landlock-exec.ts") });
+});
