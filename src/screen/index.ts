@@ -1,0 +1,8 @@
+/**
+ * The per-session headless terminal mirror: snapshot or missed-output replay
+ * for reconnecting clients, alternate-screen tracking, and plain-text reads.
+ *
+ * @module
+ */
+export { ScreenMirror, type ScreenMirrorOptions, type ScreenSnapshot } from "./screen-mirror.ts";
+export { NO_REFLOW_OPTIONS, resizeWithoutReflow, type ResizableTerminal } from "./mirror-terminal.ts";

@@ -1,0 +1,93 @@
+import type { IBuffer, Terminal } from "@xterm/headless";
+import { serializeRows } from "./row-serializer.ts";
+import type { ScrollbackCache } from "./scrollback-cache.ts";
+
+/**
+ * DECSTBM to rows 1-2 (cursor goes home). While the history is written, every
+ * line break after the first then scrolls a row into the receiver's
+ * scrollback, which is what the cached history pieces assume, and the rest of
+ * the receiver's screen stays blank for the visible screen that follows.
+ */
+const HISTORY_REGION = "\x1b[1;2r";
+
+/** DECSTBM reset to the whole screen; also moves the cursor home. */
+const FULL_REGION = "\x1b[r";
+
+/** DECSET 1049: save the cursor and switch to a cleared alternate screen. */
+const ENTER_ALT_SCREEN = "\x1b[?1049h";
+
+const CURSOR_HOME = "\x1b[H";
+
+/** DECTCEM reset: full-screen apps hide the cursor, and the addon does not carry that. */
+const HIDE_CURSOR = "\x1b[?25l";
+
+/**
+ * Serializes everything a client needs to show what the mirror shows, written
+ * into a fresh terminal of the same size: scrollback (from the cache), the
+ * normal screen, the alternate screen when a full-screen app runs, colours
+ * and attributes, modes, the current SGR state and the cursor position.
+ *
+ * The parts are joined so that each is written in the state its serializer
+ * assumes: the history with a two-row scroll region, then a blank screen with
+ * the cursor home for each screen. A line wrapped across the boundary between
+ * scrollback and screen arrives as two lines; it looks the same.
+ *
+ * @example
+ * ```ts
+ * const data = serializeScreen(terminal, cache, scanner.resets);
+ * fresh.resize(terminal.cols, terminal.rows);
+ * fresh.write(data);
+ * ```
+ */
+export function serializeScreen(terminal: Terminal, history: ScrollbackCache, resets: number): string {
+  const { cols, rows } = terminal;
+  const normal = terminal.buffer.normal;
+  const fullScreen = terminal.buffer.active.type === "alternate";
+  let data = "";
+
+  // With one row there is no two-row region; every break already scrolls.
+  const firstBreakScrolls = rows < 2;
+  const scrollback = history.serialize(resets, { firstBreakScrolls });
+  if (scrollback !== "") {
+    data += firstBreakScrolls
+      ? `${scrollback}\r\n`
+      : `${HISTORY_REGION}${scrollback}\r\n\r\n${FULL_REGION}`;
+  }
+
+  data += serializeRows({
+    buffer: normal,
+    first: normal.baseY,
+    count: rows,
+    cols,
+    screenRows: rows,
+    source: fullScreen ? undefined : terminal,
+  });
+  if (fullScreen) {
+    // The normal cursor goes first: DECSET 1049 saves it for the app's exit.
+    const alternate = terminal.buffer.alternate;
+    data += moveCursor(normal, cols) + ENTER_ALT_SCREEN + CURSOR_HOME;
+    data += serializeRows({
+      buffer: alternate,
+      // Not always 0: after a shrink the alternate buffer keeps rows above the screen.
+      first: alternate.baseY,
+      count: rows,
+      cols,
+      screenRows: rows,
+      source: terminal,
+    });
+  }
+  data += moveCursor(terminal.buffer.active, cols);
+  if (isCursorHidden(terminal)) data += HIDE_CURSOR;
+  return data;
+}
+
+/** CUP to the buffer's cursor; a cursor parked past the last column is shown on it. */
+function moveCursor(buffer: IBuffer, cols: number): string {
+  return `\x1b[${buffer.cursorY + 1};${Math.min(buffer.cursorX, cols - 1) + 1}H`;
+}
+
+function isCursorHidden(terminal: Terminal): boolean {
+  // xterm.js exposes cursor visibility only internally.
+  const core = (terminal as unknown as { _core?: { coreService?: { isCursorHidden?: unknown } } })._core;
+  return core?.coreService?.isCursorHidden === true;
+}

@@ -1,0 +1,120 @@
+import { describe, expect, test } from "bun:test";
+import { ScreenMirror } from "../../src/screen/index.ts";
+import { concat, encode, seededRandom } from "./mirror-fixture.ts";
+
+describe("missed output", () => {
+  test("a reconnect after missed output gets exactly the missed bytes", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    const before = encode("$ echo hi\r\nhi\r\n");
+    const missed = [encode("$ ls\r\n"), encode("a.txt  \x1b[34mb\x1b[0m\r\n"), encode("$ ")];
+    mirror.write(before);
+    const clientOffset = mirror.offset;
+    for (const chunk of missed) mirror.write(chunk);
+
+    expect(mirror.missedSince(clientOffset)).toEqual(concat(...missed));
+    expect(mirror.missedSince(0)).toEqual(concat(before, ...missed));
+  });
+
+  test("the offset counts raw bytes, so multi-byte characters count as their UTF-8 length", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("é€😀"));
+    expect(mirror.offset).toBe(2 + 3 + 4);
+    mirror.write(encode("x"));
+    expect(mirror.missedSince(9)).toEqual(encode("x"));
+  });
+
+  test("a client that is up to date gets an empty replay", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    expect(mirror.missedSince(0)).toEqual(new Uint8Array(0));
+    mirror.write(encode("hello"));
+    expect(mirror.missedSince(5)).toEqual(new Uint8Array(0));
+  });
+
+  test("an offset in the future, negative or not a whole number gets null", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("hello"));
+    for (const offset of [6, 1e12, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      expect(mirror.missedSince(offset)).toBeNull();
+    }
+  });
+
+  test("output the ring has dropped gets null, so the client needs a snapshot; what is held stays exact", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000, ringBytes: 10_000 });
+    const chunks = [0, 1, 2].map((n) => encode(String(n).repeat(6000)));
+    for (const chunk of chunks) mirror.write(chunk);
+
+    expect(mirror.missedSince(0)).toBeNull();
+    expect(mirror.missedSince(6000)).toBeNull();
+    expect(mirror.missedSince(12_000)).toEqual(chunks[2]!);
+    expect(mirror.missedSince(15_000)).toEqual(chunks[2]!.subarray(3000));
+  });
+
+  test("a flood of tiny chunks (echoed keystrokes) is replayed exactly or refused, never truncated", () => {
+    const ringBytes = 5000;
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000, ringBytes });
+    const random = seededRandom(7);
+    const all: number[] = [];
+    for (let i = 0; i < 3000; i++) {
+      // Mostly keystroke echoes, now and then a burst of command output.
+      const length = random() < 0.95 ? 1 + Math.floor(random() * 3) : 500 + Math.floor(random() * 5000);
+      const chunk = new Uint8Array(length).map((_, j) => 0x61 + ((i + j) % 26));
+      mirror.write(chunk);
+      all.push(...chunk);
+    }
+    const stream = Uint8Array.from(all);
+    expect(mirror.offset).toBe(stream.length);
+
+    let replayable = 0;
+    for (let offset = 0; offset <= stream.length; offset += 97) {
+      const missed = mirror.missedSince(offset);
+      if (missed === null) continue;
+      replayable++;
+      expect(missed).toEqual(stream.subarray(offset));
+    }
+    expect(replayable).toBeGreaterThan(0);
+    // Dropping whole chunks may hold a little less than the cap, never more.
+    expect(mirror.missedSince(stream.length - ringBytes - 1)).toBeNull();
+  });
+
+  test("output from before a resize is not replayed, because it was laid out at the old size", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("before\r\n"));
+    const beforeResize = mirror.offset;
+    mirror.resize(100, 30);
+    mirror.write(encode("after\r\n"));
+
+    expect(mirror.missedSince(0)).toBeNull();
+    expect(mirror.missedSince(beforeResize)).toEqual(encode("after\r\n"));
+    expect([mirror.cols, mirror.rows]).toEqual([100, 30]);
+  });
+
+  test("a resize to the same size changes nothing", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("abc"));
+    mirror.resize(80, 24);
+    expect(mirror.missedSince(0)).toEqual(encode("abc"));
+  });
+
+  test("invalid sizes and bounds are refused with a clear error", () => {
+    expect(() => new ScreenMirror({ cols: 1, rows: 24, scrollback: 10 })).toThrow(
+      "Cannot create screen mirror: size must be at least 2x1 whole cells, got 1x24",
+    );
+    expect(() => new ScreenMirror({ cols: 80, rows: 24, scrollback: -1 })).toThrow(
+      "Cannot create screen mirror: scrollback must be a non-negative integer, got -1",
+    );
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 10 });
+    expect(() => mirror.resize(80.5, 24)).toThrow("Cannot resize screen mirror");
+  });
+
+  test("after dispose, writes are ignored, settled resolves and a snapshot is refused", async () => {
+    const mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("abc"));
+    const settling = mirror.settled();
+    mirror.dispose();
+    await settling;
+    mirror.write(encode("more"));
+    expect(mirror.offset).toBe(3);
+    await mirror.settled();
+    await expect(mirror.snapshot()).rejects.toThrow("Cannot snapshot screen: screen mirror is disposed");
+  });
+});

@@ -1,0 +1,159 @@
+import { describe, expect, test } from "bun:test";
+import { MirrorUnderTest, encode, expectSnapshotReproduces, feed, replay, screenState, seededRandom } from "./mirror-fixture.ts";
+
+// No SGR 2 (dim): addon-serialize 0.14 ends bold with it (see row-serializer.ts).
+const SGR = ["31", "1;32", "44", "48;5;202", "38;2;10;20;30", "7", "4", "3;9", "0", "49", "53", "97;41", "5", "8"];
+const WORDS = ["alpha ", "βeta ", "日本語", "😀", "x", "-rw-r--r-- 1 root ", " ", "\t", "path/to/file.ts"];
+
+/** Shell-like output: words, colour changes, erases with a background, lines long enough to wrap. */
+function shellOutput(random: () => number, lines: number, cols: number): string {
+  const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+  let out = "";
+  for (let i = 0; i < lines; i++) {
+    let line = "";
+    const parts = 1 + Math.floor(random() * 6);
+    for (let p = 0; p < parts; p++) {
+      const r = random();
+      if (r < 0.3) line += `\x1b[${pick(SGR)}m`;
+      else if (r < 0.36) line += "\x1b[K";
+      else if (r < 0.42) line += "y".repeat(Math.floor(random() * cols * 2.5));
+      else if (r < 0.45) line += "日".repeat(Math.floor(random() * cols));
+      else line += pick(WORDS);
+    }
+    // Some lines leave their colours on across the line break, as prompts do.
+    if (random() < 0.6) line += "\x1b[0m";
+    out += `${line}\r\n`;
+  }
+  return out;
+}
+
+describe("snapshots", () => {
+  test("a snapshot carries size, cursor position, colours and the attributes left active", async () => {
+    using subject = new MirrorUnderTest({ cols: 60, rows: 8, scrollback: 100 });
+    subject.write("\x1b[1;31mred bold\x1b[0m \x1b[38;2;1;2;3;48;5;17mtruecolor on 256\x1b[0m\r\n");
+    subject.write("\x1b[3;4;9;53mstyled\x1b[0m \x1b[7minverse\x1b[0m \x1b[2mdim\x1b[0m 日本 😀\r\n");
+    subject.write("\x1b[42m   \x1b[0m   \x1b[43m\x1b[K\x1b[0m\r\n");
+    subject.write("$ typed comm\x1b[5D\x1b[35;1m");
+    await subject.settled();
+    const written = subject.mirror.offset;
+
+    const { snapshot } = await expectSnapshotReproduces(subject, expect);
+    expect({ ...snapshot, data: "" }).toEqual({ data: "", cols: 60, rows: 8, offset: written, fullScreen: false });
+  });
+
+  test("a snapshot with a long scrollback reproduces every line, colour and wrap", async () => {
+    const random = seededRandom(1);
+    using subject = new MirrorUnderTest({ cols: 50, rows: 12, scrollback: 2000 });
+    subject.write(shellOutput(random, 600, 50));
+    await expectSnapshotReproduces(subject, expect);
+  });
+
+  test("snapshots stay exact as output grows, the scrollback is trimmed, cleared and reset", async () => {
+    const random = seededRandom(2);
+    using subject = new MirrorUnderTest({ cols: 40, rows: 10, scrollback: 300 });
+    const steps: [string, string][] = [
+      ["first output", shellOutput(random, 120, 40)],
+      ["more output, cached history reused", shellOutput(random, 50, 40)],
+      ["history trimmed off the top", shellOutput(random, 400, 40)],
+      ["a few more lines", shellOutput(random, 3, 40)],
+      ["scrollback cleared (ED 3)", "\x1b[3J"],
+      ["output after the clear", shellOutput(random, 40, 40)],
+      ["full reset (RIS)", `\x1bc${shellOutput(random, 25, 40)}`],
+    ];
+    for (const [, output] of steps) {
+      subject.write(output);
+      await expectSnapshotReproduces(subject, expect);
+    }
+  });
+
+  test("a line that wraps from the scrollback onto the screen looks the same", async () => {
+    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
+    subject.write(`\x1b[44m${"w".repeat(95)}\x1b[0m`);
+    await expectSnapshotReproduces(subject, expect);
+  });
+
+  test("a one-row terminal still gets its scrollback", async () => {
+    const random = seededRandom(3);
+    using subject = new MirrorUnderTest({ cols: 30, rows: 1, scrollback: 100 });
+    subject.write(shellOutput(random, 30, 30));
+    await expectSnapshotReproduces(subject, expect);
+  });
+
+  test("scrollback under a running full-screen app is reproduced, and so is the shell after it quits", async () => {
+    const random = seededRandom(4);
+    using subject = new MirrorUnderTest({ cols: 40, rows: 10, scrollback: 500 });
+    subject.write(shellOutput(random, 80, 40));
+    await subject.mirror.snapshot(); // warms the history cache before the app starts
+    subject.write(`${shellOutput(random, 20, 40)}\x1b[?1049h\x1b[H\x1b[2J\x1b[44m\x1b[2J\x1b[5;5Hediting\x1b[0m`);
+    const { client } = await expectSnapshotReproduces(subject, expect);
+
+    subject.write("\x1b[?1049l");
+    await Promise.all([feed(client, "\x1b[?1049l"), subject.settled()]);
+    expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+  });
+
+  test("a snapshot is taken even while output keeps arriving faster than it is parsed", async () => {
+    using subject = new MirrorUnderTest({ cols: 80, rows: 24, scrollback: 1000, ringBytes: 8 * 1024 * 1024 });
+    const random = seededRandom(5);
+    const chunks = Array.from({ length: 8 }, () => encode(shellOutput(random, 400, 80)));
+    let produced = 0;
+    let taken = false;
+    const produce = (): void => {
+      if (taken || produced >= 2000) return;
+      subject.write(chunks[produced++ % chunks.length]!);
+      setImmediate(produce);
+    };
+    produce();
+    const snapshot = await subject.mirror.snapshot();
+    taken = true;
+    expect(produced).toBeLessThan(2000);
+    expect(snapshot.offset).toBeLessThan(subject.mirror.offset);
+
+    const client = await replay(snapshot, subject.scrollback);
+    await Promise.all([feed(client, subject.mirror.bytesSince(snapshot.offset)!), subject.settled()]);
+    expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+  });
+
+  test("a snapshot taken while an escape sequence is split across reads ends with its start", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
+    subject.write("plain \x1b[3");
+    await subject.settled();
+    const snapshot = await subject.mirror.snapshot();
+    expect(snapshot.offset).toBe(subject.mirror.offset);
+    expect(snapshot.data.endsWith("\x1b[3")).toBe(true);
+
+    const client = await replay(snapshot, 100);
+    subject.write("1mred");
+    await Promise.all([feed(client, encode("1mred")), subject.settled()]);
+    expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+  });
+
+  test("a snapshot taken while a UTF-8 character is split across reads waits for the rest", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
+    const euro = encode("€");
+    subject.write(encode("price: "));
+    subject.write(euro.subarray(0, 1));
+    await subject.settled();
+    const pending = subject.mirror.snapshot();
+    subject.write(euro.subarray(1));
+    const snapshot = await pending;
+    expect(snapshot.offset).toBe(encode("price: €").length);
+
+    const client = await replay(snapshot, 100);
+    expect(client.buffer.active.getLine(0)?.translateToString(true)).toBe("price: €");
+  });
+
+  test("an OSC title split across reads is continued by the client", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
+    subject.write("\x1b]0;my ti");
+    await subject.settled();
+    const snapshot = await subject.mirror.snapshot();
+    const client = await replay(snapshot, 100);
+    let title = "";
+    client.onTitleChange((t) => (title = t));
+    subject.write("tle\x07after");
+    await Promise.all([feed(client, "tle\x07after"), subject.settled()]);
+    expect(title).toBe("my title");
+    expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+  });
+});
