@@ -1,0 +1,288 @@
+import { isSensitiveEnvName } from "./environment.ts";
+import { CREDENTIAL_PATHS, dangerousTarget, isUnder, normalizePath, pathTokens } from "./blocked-paths.ts";
+import { baseName, commandArgv, parseShellLine, type SimpleCommand } from "./shell-words.ts";
+
+/**
+ * The line blocklist of the input guard: catastrophic commands, platform-zone
+ * and credential-file paths, and secret-name probes. It is a best-effort
+ * pattern filter, not a sandbox: it reads the words a line names, never what a
+ * variable, alias or script would make of them. It aims to stop the obvious
+ * slip ("rm -rf / tmp") and the casual probe, and never an ordinary command.
+ */
+
+/** What the blocklist says about one line. */
+export type LineVerdict = { blocked: false } | { blocked: true; reason: string };
+
+/** Per-session knowledge the blocklist needs. */
+export interface BlocklistOptions {
+  /** Absolute paths no terminal may name, e.g. the data directory. "/" and "" are ignored. */
+  protectedPaths?: string[];
+  /** Absolute paths inside a protected one that this session may name: its own scratch directory. */
+  allowedPaths?: string[];
+  /** The session's home directory, so `~/...` can be compared with protected paths. */
+  home?: string;
+}
+
+const ALLOWED: LineVerdict = { blocked: false };
+/** The session user's own home at the start of a word (`~alice` is someone else's). */
+const OWN_HOME = /^(~|\$HOME|\$\{HOME\})(?=\/|$)/;
+/** `bash -c "eval '$(...)'"` nests; past this depth the line is judged as it stands. */
+const MAX_NESTING = 4;
+
+/** How far a fork-bomb name or body is looked for around a "{"; real ones are a few characters. */
+const FUNCTION_WINDOW = 128;
+/** Characters that cannot be part of a function name. */
+const NOT_NAME = /[\s(){}|&;<>]/;
+const SHELLS = new Set(["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "fish"]);
+const MKFS = /^(mkfs(\.\w+)?|mke2fs|mkswap|mkdosfs|mkntfs|mkexfatfs|newfs(_\w+)?)$/;
+const POWER = new Set(["shutdown", "reboot", "halt", "poweroff"]);
+const SYSTEMCTL_POWER = /^(poweroff|reboot|soft-reboot|halt|kexec|suspend|hibernate|hybrid-sleep|suspend-then-hibernate|rescue|emergency)$/;
+const POWER_TARGET = /^(poweroff|reboot|halt|kexec|rescue|emergency|shutdown)\.target$/;
+/** Whole disks and partitions; /dev/null, /dev/tty and friends stay writable. */
+const BLOCK_DEVICE = /^\/dev\/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk|rdisk\d|md\d|dm-\d|mapper\/|nbd\d|root$)/;
+/** Programs that print their arguments or stdin: expanding a secret into them reveals it. */
+const PRINTERS = new Set(["echo", "printf", "print", "cat", "tee", "base64", "xxd", "od", "hexdump", "rev", "logger"]);
+/** Programs that dump the whole environment. */
+const ENV_DUMPERS = new Set(["env", "printenv", "set", "export", "declare", "typeset", "compgen"]);
+/** Programs that filter a dump down to the interesting lines. */
+const FILTERS = new Set(["grep", "egrep", "fgrep", "rg", "ag", "ack", "awk", "gawk", "mawk", "sed", "findstr"]);
+
+/**
+ * Decides whether a completed line may run.
+ *
+ * @example
+ * const blocklist = new Blocklist({ protectedPaths: [config.dataDir], allowedPaths: [scratch.path], home });
+ * blocklist.checkLine("sudo rm -rf --no-preserve-root /") // => { blocked: true, reason: "recursive delete of /" }
+ */
+export class Blocklist {
+  readonly #protected: string[];
+  readonly #allowed: string[];
+  readonly #home: string | undefined;
+
+  constructor(options: BlocklistOptions = {}) {
+    const clean = (paths: string[] = []) => paths.map((p) => normalizePath(p)).filter((p) => p.startsWith("/") && p !== "/");
+    this.#protected = clean(options.protectedPaths);
+    this.#allowed = clean(options.allowedPaths);
+    this.#home = options.home ? normalizePath(options.home) : undefined;
+  }
+
+  /** Check one line as the shell would receive it (without its terminator). */
+  checkLine(line: string): LineVerdict {
+    const reason = this.#check(line, 0);
+    return reason ? { blocked: true, reason } : ALLOWED;
+  }
+
+  #check(line: string, depth: number): string | null {
+    if (depth > MAX_NESTING) return null;
+    const bomb = forkBomb(line);
+    if (bomb) return bomb;
+    const { commands, substitutions } = parseShellLine(line);
+    for (const command of commands) {
+      const reason = this.#command(command, depth);
+      if (reason) return reason;
+    }
+    const reason = environmentDump(commands) ?? this.#paths(commands);
+    if (reason) return reason;
+    for (const inner of substitutions) {
+      const nested = this.#check(inner, depth + 1);
+      if (nested) return nested;
+    }
+    return null;
+  }
+
+  #command(command: SimpleCommand, depth: number): string | null {
+    const argv = commandArgv(command.words);
+    const [program = "", ...args] = argv;
+    const script = nestedScript(program, args);
+    if (script !== null) {
+      const nested = this.#check(script, depth + 1);
+      if (nested) return nested;
+    }
+    return (
+      this.#catastrophic(program, args) ??
+      deviceRedirect(command) ??
+      secretProbe(program, args, command.expansions)
+    );
+  }
+
+  #catastrophic(program: string, args: string[]): string | null {
+    const home = this.#home;
+    if (program === "rm") return recursiveDelete(args, home);
+    if (program === "find") return findDelete(args, home);
+    if (program === "chmod" || program === "chown" || program === "chgrp") return recursiveOwnership(program, args, home);
+    if (MKFS.test(program)) return `filesystem creation (${program})`;
+    if (program === "wipefs" && args.some((a) => /^(-[a-z]*a[a-z]*|--all)$/.test(a))) return "wipe of filesystem signatures";
+    if (program === "dd") {
+      const target = args.find((a) => a.startsWith("of="))?.slice(3);
+      if (target && BLOCK_DEVICE.test(normalizePath(target))) return `raw write to block device ${target}`;
+    }
+    if (["tee", "cp", "shred", "blkdiscard"].includes(program)) {
+      const device = args.find((a) => BLOCK_DEVICE.test(normalizePath(a)));
+      if (device && (program !== "cp" || device === args.at(-1))) return `raw write to block device ${device}`;
+    }
+    return power(program, args) ?? killEverything(program, args);
+  }
+
+  #paths(commands: SimpleCommand[]): string | null {
+    const words = commands.flatMap((c) => [...c.words, ...c.redirects.map((r) => r.target)]);
+    for (const token of words.flatMap(pathTokens)) {
+      const path = normalizePath(this.#home ? token.replace(OWN_HOME, this.#home) : token);
+      for (const [pattern, reason] of CREDENTIAL_PATHS) if (pattern.test(path)) return reason;
+      if (this.#allowed.some((allowed) => isUnder(path, allowed))) continue;
+      if (this.#protected.some((zone) => isUnder(path, zone))) return "access to a protected hatch directory";
+    }
+    return null;
+  }
+}
+
+/** The script of `bash -c '...'`, `su -c '...'` or `eval ...`, or null. */
+function nestedScript(program: string, args: string[]): string | null {
+  if (program === "eval") return args.join(" ");
+  const flag = SHELLS.has(program)
+    ? args.findIndex((a) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a))
+    : program === "su" || program === "runuser"
+      ? args.findIndex((a) => a === "-c" || a === "--command")
+      : -1;
+  return flag >= 0 ? (args[flag + 1] ?? null) : null;
+}
+
+function recursiveDelete(args: string[], home?: string): string | null {
+  let recursive = false;
+  let noPreserveRoot = false;
+  const targets: string[] = [];
+  let options = true;
+  for (const arg of args) {
+    if (options && arg === "--") options = false;
+    else if (options && arg.startsWith("--")) {
+      // GNU getopt accepts any unambiguous prefix: --rec, --no-pres.
+      if (arg.length >= 3 && "--recursive".startsWith(arg)) recursive = true;
+      if (arg.length >= 4 && "--no-preserve-root".startsWith(arg)) noPreserveRoot = true;
+    } else if (options && arg.startsWith("-") && arg.length > 1) {
+      if (/[rR]/.test(arg)) recursive = true;
+    } else targets.push(arg);
+  }
+  if (!recursive) return null;
+  for (const target of targets) {
+    const zone = dangerousTarget(target, home);
+    if (zone) return `recursive delete of ${zone}`;
+  }
+  return noPreserveRoot ? "recursive delete with --no-preserve-root" : null;
+}
+
+function findDelete(args: string[], home?: string): string | null {
+  const firstExpression = args.findIndex((a) => /^[-(!]/.test(a));
+  const roots = firstExpression === -1 ? args : args.slice(0, firstExpression);
+  const deletes = args.includes("-delete") || args.some((a, i) => /^-(exec|execdir|ok)$/.test(a) && baseName(args[i + 1] ?? "") === "rm");
+  if (!deletes) return null;
+  const zone = roots.map((root) => dangerousTarget(root, home)).find(Boolean);
+  return zone ? `recursive delete of ${zone}` : null;
+}
+
+function recursiveOwnership(program: string, args: string[], home?: string): string | null {
+  const recursive = args.some((a) => /^-[a-zA-Z]*R[a-zA-Z]*$/.test(a) || a === "--recursive");
+  const zone = recursive ? args.filter((a) => !a.startsWith("-")).map((a) => dangerousTarget(a, home)).find(Boolean) : null;
+  return zone ? `recursive ${program} of ${zone}` : null;
+}
+
+function deviceRedirect(command: SimpleCommand): string | null {
+  const write = command.redirects.find((r) => r.op.includes(">") && BLOCK_DEVICE.test(normalizePath(r.target)));
+  return write ? `raw write to block device ${write.target}` : null;
+}
+
+function power(program: string, args: string[]): string | null {
+  if (POWER.has(program)) return `${program} of the machine`;
+  const operands = args.filter((a) => !a.startsWith("-"));
+  if ((program === "init" || program === "telinit") && /^[016sS]$/.test(operands[0] ?? "")) return `runlevel change (${program} ${operands[0]})`;
+  if (program === "systemctl" || program === "loginctl") {
+    const [verb = "", unit = ""] = operands;
+    if (SYSTEMCTL_POWER.test(verb)) return `${verb} of the machine`;
+    if ((verb === "isolate" || verb === "start") && POWER_TARGET.test(unit)) return `${unit.replace(".target", "")} of the machine`;
+  }
+  return null;
+}
+
+/** `kill -9 -1` signals every process the user owns, the server's own among them. */
+function killEverything(program: string, args: string[]): string | null {
+  if (program !== "kill") return null;
+  const pids: string[] = [];
+  let signalSeen = false;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === "--") {
+      pids.push(...args.slice(i + 1));
+      break;
+    }
+    if (arg === "-s" || arg === "-n") i++;
+    else if (arg.startsWith("-") && !signalSeen && !/^-l|^-L/.test(arg)) signalSeen = true;
+    else pids.push(arg);
+  }
+  if (pids.includes("-1")) return "kill of every process";
+  return pids.includes("1") ? "kill of the init process" : null;
+}
+
+function secretProbe(program: string, args: string[], expansions: string[]): string | null {
+  if (program === "printenv" || program === "declare" || program === "typeset") {
+    const name = args.find((a) => !a.startsWith("-") && isSensitiveEnvName(a));
+    if (name) return `probe of secret variable ${name}`;
+  }
+  if (PRINTERS.has(program) || program === "printenv") {
+    const name = expansions.find(isSensitiveEnvName);
+    if (name) return `probe of secret variable ${name}`;
+  }
+  return null;
+}
+
+/** `env | grep -i token`, `set | grep KEY`: a dump filtered for secret-looking names. */
+function environmentDump(commands: SimpleCommand[]): string | null {
+  const argvs = commands.map((c) => commandArgv(c.words));
+  // `env` is also a wrapper (`env FOO=1 make`); with nothing left to run, it prints the environment.
+  const bareEnv = (c: SimpleCommand, argv: string[]) => argv.length === 0 && c.words.some((w) => baseName(w) === "env");
+  const dumps = argvs.some(
+    (argv, i) => ENV_DUMPERS.has(argv[0] ?? "") || bareEnv(commands[i]!, argv) || argv.some((a) => /^\/proc\/[^/]+\/environ$/.test(a)),
+  );
+  if (!dumps) return null;
+  const probes = argvs.some(
+    ([program = "", ...args]) =>
+      FILTERS.has(program) && args.some((a) => !a.startsWith("-") && a.split(/[^A-Za-z0-9_]+/).some((piece) => piece && isSensitiveEnvName(piece))),
+  );
+  return probes ? "probe of secret environment variables" : null;
+}
+
+/** `:(){ :|:& };:` and the same with any name, or `function f { f | f & }`. */
+function forkBomb(line: string): string | null {
+  // Each "{" is examined within a short window around it, by hand: a regex
+  // over the whole line would backtrack quadratically on a long pasted line.
+  for (let brace = line.indexOf("{"); brace !== -1; brace = line.indexOf("{", brace + 1)) {
+    const name = functionNameBefore(line, brace);
+    if (!name) continue;
+    const window = line.slice(brace + 1, brace + 1 + FUNCTION_WINDOW);
+    const close = window.indexOf("}");
+    const body = close === -1 ? window : window.slice(0, close);
+    const calls = body.split(/[\s|&;(){}]+/).filter((word) => word === name).length;
+    if (calls >= 2 && /[|&]/.test(body)) return "fork bomb";
+  }
+  return /\bfork\s+while\s+fork\b|while\s*\(?\s*(true|1|True)\s*\)?\s*:?\s*os\.fork\(\)/.test(line) ? "fork bomb" : null;
+}
+
+/** The function a "{" opens: `name ()  {` or `function name {`; null when it opens something else. */
+function functionNameBefore(line: string, brace: number): string | null {
+  let i = spaceBefore(line, brace - 1);
+  const parens = line[i] === ")";
+  if (parens) {
+    i = spaceBefore(line, i - 1);
+    if (line[i] !== "(") return null;
+    i = spaceBefore(line, i - 1);
+  }
+  const end = i + 1;
+  while (i >= 0 && end - i <= FUNCTION_WINDOW && !NOT_NAME.test(line[i]!)) i--;
+  const name = line.slice(i + 1, end);
+  if (!name || parens) return name || null;
+  const keywordEnd = spaceBefore(line, i);
+  return keywordEnd < i && line.slice(keywordEnd - 7, keywordEnd + 1) === "function" ? name : null;
+}
+
+/** Index of the last non-blank character at or before `i` (-1 if none). */
+function spaceBefore(line: string, i: number): number {
+  while (i >= 0 && /\s/.test(line[i]!)) i--;
+  return i;
+}

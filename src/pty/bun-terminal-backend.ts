@@ -1,0 +1,73 @@
+import type { PtyBackend, PtyProcess } from "./pty-process.ts";
+
+/** termios c_iflag bit: output flow control by ^S/^Q (Linux value). */
+const IXON = 0o2000;
+const XOFF = "\x13";
+const XON = "\x11";
+
+/**
+ * The default PTY backend: Bun's built-in terminal (`Bun.spawn({ terminal })`).
+ * It reads the PTY from the event loop as data arrives, so a keystroke's echo
+ * reaches the WebSocket without a polling delay (bun-pty's reader polls every
+ * 8 ms, which alone misses the echo latency target; bench/terminal.ts prints both).
+ *
+ * Pausing uses the tty's own flow control: while the program leaves IXON on
+ * (shells, `yes`, `cat`, compilers), an XOFF written to the master stops the
+ * line discipline, which blocks the producer's write() — real backpressure. A
+ * program that turns IXON off (vim, less, htop) would read ^S as a key, so then
+ * `pause` answers false and the caller cuts the view over to a snapshot.
+ */
+export const bunTerminalBackend: PtyBackend = (options) => {
+  const proc = Bun.spawn(options.argv, {
+    cwd: options.cwd,
+    env: options.env,
+    terminal: {
+      cols: options.cols,
+      rows: options.rows,
+      name: options.env.TERM ?? "xterm-256color",
+      data: (_terminal, data) => options.onData(data),
+    },
+  });
+  const terminal = proc.terminal!;
+  let paused = false;
+  const process: PtyProcess = {
+    pid: proc.pid,
+    write: (data) => {
+      if (!terminal.closed) terminal.write(data);
+    },
+    resize: (cols, rows) => {
+      if (!terminal.closed) terminal.resize(cols, rows);
+    },
+    pause: () => {
+      if (terminal.closed) return false;
+      if (paused) return true;
+      if ((terminal.inputFlags & IXON) === 0) return false;
+      terminal.write(XOFF);
+      paused = true;
+      return true;
+    },
+    resume: () => {
+      if (!paused) return;
+      paused = false;
+      if (!terminal.closed) terminal.write(XON);
+    },
+    kill: (signal = "SIGHUP") => {
+      try {
+        // The shell is a session leader, so its pid is also its process group.
+        globalThis.process.kill(-proc.pid, signal);
+      } catch {
+        proc.kill(signal);
+      }
+    },
+    exited: proc.exited.then(async (code) => {
+      // Let the reader deliver what the program wrote just before exiting.
+      await Bun.sleep(EXIT_DRAIN_MS);
+      terminal.close();
+      return code;
+    }),
+  };
+  return process;
+};
+
+/** Trailing output of an exiting program can land after the exit notice; wait for it briefly. */
+const EXIT_DRAIN_MS = 30;

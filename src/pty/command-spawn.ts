@@ -1,0 +1,46 @@
+import { HatchError } from "../platform/index.ts";
+import type { LaunchSpec } from "./launch-spec.ts";
+
+/** A non-interactive child process: output streams, exit, and a group kill. */
+export interface CommandProcess {
+  readonly stdout: ReadableStream<Uint8Array>;
+  readonly stderr: ReadableStream<Uint8Array>;
+  readonly exited: Promise<number>;
+  /** Signal the child's whole process group. */
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** Runs `argv` in a session's sandbox (same cwd, env, scratch). The confinement launcher replaces the default. */
+export type CommandSpawner = (launch: LaunchSpec, argv: string[]) => CommandProcess;
+
+/**
+ * Spawn a non-interactive child in its own process group (`detached`), so a
+ * timeout kills everything it started, not just the shell. Only fds 0-2 reach it.
+ */
+export function spawnDetached(command: { argv: string[]; cwd: string; env: Record<string, string> }): CommandProcess {
+  const child = Bun.spawn(command.argv, { cwd: command.cwd, env: command.env, stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
+  return {
+    stdout: child.stdout,
+    stderr: child.stderr,
+    exited: child.exited,
+    kill: (signal) => {
+      try {
+        process.kill(-child.pid, signal);
+      } catch {
+        child.kill(signal);
+      }
+    },
+  };
+}
+
+/** The command spawner of an unconfined launch (Container Root, exec.unconfined). */
+export const spawnCommandUnconfined: CommandSpawner = (launch, argv) => spawnDetached({ argv, cwd: launch.cwd, env: launch.env });
+
+/** A command spawner that runs confined launches through the planner and fails closed without one. */
+export function createCommandSpawner(planner: ((launch: LaunchSpec) => { argv: string[]; env: Record<string, string>; cwd: string }) | null): CommandSpawner {
+  return (launch, argv) => {
+    if (!launch.confine) return spawnCommandUnconfined(launch, argv);
+    if (!planner) throw new HatchError("confinement_unavailable", 500, "Cannot run a confined command: no confinement launcher is configured");
+    return spawnDetached(planner({ ...launch, argv }));
+  };
+}

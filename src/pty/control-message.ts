@@ -1,0 +1,23 @@
+/** JSON text frames the server sends on a terminal WebSocket (binary frames carry output). */
+export type ControlMessage =
+  | { type: "hello"; viewId: string; sessionId: string; readOnly: boolean; cols: number; rows: number }
+  | { type: "snapshot"; data: string; cols: number; rows: number; offset: number; fullScreen: boolean }
+  | { type: "replay"; from: number; to: number }
+  | { type: "readOnly" }
+  | { type: "lease"; viewId: string | null; userId: string | null; you: boolean }
+  | { type: "resize"; cols: number; rows: number }
+  | { type: "blocked"; reason: string }
+  | { type: "countdown"; secondsLeft: number }
+  | { type: "notice"; message: string }
+  | { type: "fullScreen"; active: boolean }
+  | { type: "exit"; code: number | null; reason: string };
+
+/** Where a view's frames go: the terminal edge implements it over a WebSocket. */
+export interface ViewSink {
+  /** Raw PTY output bytes (a binary frame). */
+  output(bytes: Uint8Array): void;
+  /** A control message (a JSON text frame). */
+  control(message: ControlMessage): void;
+  /** Close the connection with a WebSocket close code. */
+  close(code: number, reason: string): void;
+}

@@ -1,0 +1,281 @@
+import { Blocklist, type BlocklistOptions, type LineVerdict } from "./blocklist.ts";
+
+/**
+ * Line-buffered input screening in front of a PTY. Keystrokes stay
+ * interactive: every byte but a line terminator goes to the PTY at once, so
+ * the shell echoes as the user types. Only when a line completes (Enter, a
+ * newline inside a paste, Ctrl+O) is it checked, before its terminator is
+ * sent. A blocked line is never terminated: it is wiped instead.
+ *
+ * The locally typed buffer is the truth only for plain typing. After arrow
+ * keys, Tab, Ctrl+R and the like the shell's line differs from what was typed,
+ * so the guard then waits for the screen to settle and checks both the typed
+ * buffer and the cursor line of the screen mirror. Plain lines are checked at
+ * once, with no added wait on Enter.
+ */
+
+/** Collaborators of one guard, usually supplied by the session per view. */
+export interface InputGuardOptions extends BlocklistOptions {
+  /** Bytes for the PTY, in order. */
+  forward(bytes: string): void;
+  /** The screen mirror's text of the cursor line (the logical line, wrapped rows joined). */
+  currentLine(): string;
+  /** Resolves once the PTY output caused by the bytes forwarded so far is in the mirror. */
+  settled(): Promise<void>;
+  /** A line was refused; `reason` is a short sentence for the user and the audit log. */
+  onBlocked(reason: string, line: string): void;
+  /** The line check; defaults to a `Blocklist` built from the path options. */
+  checkLine?(line: string): LineVerdict;
+  /** Upper bound on waiting for `settled()`; defaults to `ECHO_WAIT_MS`. */
+  echoWaitMs?: number;
+  /**
+   * True while a full-screen program (alternate screen) runs. Its cursor line
+   * is an editor's or pager's text, not a command line, so only the typed
+   * buffer is checked then, with no wait.
+   */
+  fullScreen?(): boolean;
+}
+
+/**
+ * Kills the line being edited without running it: Ctrl+E moves to its end in
+ * readline, zsh and fish, then Ctrl+U erases back to its start; in a cooked
+ * tty Ctrl+E is an ordinary character and Ctrl+U (VKILL) erases the whole line.
+ */
+export const LINE_KILL = "\x05\x15";
+/**
+ * How long an edited line waits for the shell's echo to reach the mirror.
+ * Local shells answer in a few milliseconds; the bound keeps a flooding
+ * background job from stalling Enter forever.
+ */
+export const ECHO_WAIT_MS = 250;
+/** Longest line held for screening; a longer one is refused rather than checked in part. */
+export const MAX_LINE_CHARS = 256 * 1024;
+/**
+ * Longest backslash-continued prefix carried into the next line. Each line
+ * re-checks the whole prefix, so the cap keeps a stream of short continued
+ * lines from costing quadratic time; past it lines are refused until Ctrl+C.
+ */
+export const MAX_CONTINUED_CHARS = 16 * 1024;
+/** Bracketed paste markers (xterm mode 2004). */
+const PASTE_START = "\x1b[200~";
+const PASTE_END = "\x1b[201~";
+/** Longest escape sequence followed; anything longer is not a key and is just passed on. */
+const MAX_ESCAPE_CHARS = 64;
+/** Prompt endings ("$ ", "# ", "% ", "❯ ", "(reverse-i-search)`x': "): where a command may start on the screen line. */
+const PROMPT_END = /[$#%>❯➜λ»›\]):]\s+/g;
+/** Prompt endings considered per line: a prompt has a handful at most. */
+const MAX_PROMPT_CANDIDATES = 8;
+
+/**
+ * Screens one view's input stream. `push` calls are serialized: input order is
+ * preserved even while a line waits for the screen.
+ *
+ * @example
+ * const guard = new InputGuard({ forward: (b) => pty.write(b), currentLine: () => mirror.currentLine(),
+ *   settled: () => mirror.settled(), onBlocked: (reason) => view.control({ type: "blocked", reason }),
+ *   protectedPaths: [config.dataDir], allowedPaths: [scratch.path] });
+ * await guard.push("ls -la\r");
+ */
+export class InputGuard {
+  readonly #options: InputGuardOptions;
+  readonly #checkLine: (line: string) => LineVerdict;
+  readonly #echoWaitMs: number;
+  #buffer = "";
+  #continued = "";
+  #edited = false;
+  #overflow = false;
+  #inPaste = false;
+  #escape: string | null = null;
+  #out = "";
+  #inFlight = 0;
+  #tail: Promise<void> = Promise.resolve();
+
+  constructor(options: InputGuardOptions) {
+    this.#options = options;
+    if (options.checkLine) {
+      const check = options.checkLine;
+      this.#checkLine = (line) => check.call(options, line);
+    } else {
+      const blocklist = new Blocklist(options);
+      this.#checkLine = (line) => blocklist.checkLine(line);
+    }
+    this.#echoWaitMs = options.echoWaitMs ?? ECHO_WAIT_MS;
+    if (!Number.isFinite(this.#echoWaitMs) || this.#echoWaitMs < 0) throw new RangeError(`Cannot wait ${this.#echoWaitMs} ms for the echo`);
+  }
+
+  /**
+   * Screen and forward a chunk of input. Plain typing is handled before this
+   * returns; the promise settles once the chunk has been fully dealt with.
+   */
+  push(data: string): Promise<void> {
+    if (this.#inFlight === 0) {
+      try {
+        const pending = this.#run(data, 0);
+        if (!pending) return Promise.resolve();
+        return this.#track(pending);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return this.#track(this.#tail.then(() => this.#run(data, 0)));
+  }
+
+  #track(work: Promise<void>): Promise<void> {
+    this.#inFlight++;
+    this.#tail = work.then(
+      () => void this.#inFlight--,
+      () => void this.#inFlight--,
+    );
+    return work;
+  }
+
+  /** Handle `data` from `from` on; returns a promise only when a line must wait for the screen. */
+  #run(data: string, from: number): Promise<void> | undefined {
+    for (let i = from; i < data.length; i++) {
+      const pending = this.#step(data[i]!);
+      if (pending) return pending.then(() => this.#run(data, i + 1));
+    }
+    this.#flush();
+    return undefined;
+  }
+
+  #step(c: string): Promise<void> | undefined {
+    if (this.#escape !== null && this.#continueEscape(c)) return undefined;
+    const isTerminator = c === "\r" || c === "\n" || (c === "\x0f" && !this.#inPaste);
+    if (isTerminator) return this.#complete(c);
+    // Ctrl+D on a non-empty line hands it to a cooked-mode reader (dash, cat) without a newline.
+    if (c === "\x04" && !this.#inPaste && this.#buffer !== "") return this.#complete(c, { keepLine: true });
+    this.#out += c;
+    if (c === "\x1b") this.#escape = c;
+    // Inside a paste the shell inserts every other character literally.
+    else if (this.#inPaste) this.#append(c);
+    else if (c === "\x7f" || c === "\x08") this.#buffer = dropLastCodePoint(this.#buffer);
+    else if (c === "\x15") this.#buffer = "";
+    else if (c === "\x17") this.#buffer = withoutLastWord(this.#buffer);
+    else if (c === "\x03") this.#reset({ clearContinuation: true });
+    // Tab, Ctrl+R, Ctrl+P, Ctrl+Y...: the shell's line now differs from what was typed.
+    else if (c < " ") this.#edited = true;
+    else this.#append(c);
+    return undefined;
+  }
+
+  /** Feed one character to the escape sequence in progress; false when it ended the sequence without using `c`. */
+  #continueEscape(c: string): boolean {
+    const seq = this.#escape!;
+    const code = c.charCodeAt(0);
+    const csi = seq.startsWith("\x1b[");
+    const consumed =
+      seq === "\x1b" ? c === "[" || c === "O" || code >= 0x20 : csi ? code >= 0x20 && code <= 0x7e : code >= 0x20;
+    if (!consumed) {
+      this.#endEscape(seq);
+      return false;
+    }
+    this.#out += c;
+    const next = seq + c;
+    const finished = seq === "\x1b" ? c !== "[" && c !== "O" : csi ? code >= 0x40 || next.length >= MAX_ESCAPE_CHARS : true;
+    if (finished) this.#endEscape(next);
+    else this.#escape = next;
+    return true;
+  }
+
+  #endEscape(seq: string): void {
+    this.#escape = null;
+    if (seq === PASTE_START) this.#inPaste = true;
+    else if (seq === PASTE_END) this.#inPaste = false;
+    else this.#edited = true;
+  }
+
+  #append(c: string): void {
+    if (this.#buffer.length >= MAX_LINE_CHARS) this.#overflow = true;
+    else this.#buffer += c;
+  }
+
+  /** A line is complete: check it, then forward `terminator` or wipe the line. */
+  #complete(terminator: string, { keepLine = false } = {}): Promise<void> | undefined {
+    this.#flush();
+    const typed = this.#continued + this.#buffer;
+    if (this.#overflow || this.#continued.length > MAX_CONTINUED_CHARS) return this.#decide(terminator, { blocked: true, reason: "line too long to screen" }, typed, keepLine);
+    if (!this.#edited || this.#options.fullScreen?.()) return this.#decide(terminator, this.#checkLine(typed), typed, keepLine);
+    return this.#screenEdited(typed).then(([verdict, line]) => this.#decide(terminator, verdict, line, keepLine));
+  }
+
+  /** Check what was typed and what the screen shows, once the shell's echo has arrived. */
+  async #screenEdited(typed: string): Promise<[LineVerdict, string]> {
+    await withTimeout(this.#options.settled(), this.#echoWaitMs);
+    const screen = this.#options.currentLine().trimEnd();
+    const candidates = [typed, screen, ...promptSuffixes(screen).map((s) => this.#continued + s)];
+    for (const line of candidates) {
+      const verdict = this.#checkLine(line);
+      if (verdict.blocked) return [verdict, line];
+    }
+    return [{ blocked: false }, typed];
+  }
+
+  #decide(terminator: string, verdict: LineVerdict, line: string, keepLine: boolean): undefined {
+    if (verdict.blocked) {
+      // Inside a bracketed paste the shell inserts control keys literally, so
+      // close the paste, wipe, and reopen it for the rest of the pasted text.
+      this.#options.forward(this.#inPaste ? PASTE_END + LINE_KILL + PASTE_START : LINE_KILL);
+      // A blocked continuation line keeps its prefix, so retyping the tail alone is still caught.
+      this.#reset({ clearContinuation: false });
+      this.#options.onBlocked(verdict.reason, line);
+      return undefined;
+    }
+    this.#options.forward(terminator);
+    if (keepLine) return undefined;
+    let backslashes = 0;
+    while (this.#buffer[this.#buffer.length - 1 - backslashes] === "\\") backslashes++;
+    const typed = this.#continued + this.#buffer;
+    this.#reset({ clearContinuation: true });
+    // "rm -rf \" then "/" is one command to the shell: keep the prefix for the next line.
+    if (backslashes % 2 === 1) this.#continued = typed.slice(0, -1);
+    return undefined;
+  }
+
+  #reset({ clearContinuation }: { clearContinuation: boolean }): void {
+    this.#buffer = "";
+    this.#edited = false;
+    this.#overflow = false;
+    if (clearContinuation) this.#continued = "";
+  }
+
+  #flush(): void {
+    if (this.#out === "") return;
+    const out = this.#out;
+    this.#out = "";
+    this.#options.forward(out);
+  }
+}
+
+/** Where a command may begin on a screen line that starts with a prompt. */
+function promptSuffixes(screen: string): string[] {
+  const suffixes: string[] = [];
+  for (const match of screen.matchAll(PROMPT_END)) {
+    if (suffixes.length >= MAX_PROMPT_CANDIDATES) break;
+    suffixes.push(screen.slice(match.index + match[0].length));
+  }
+  return suffixes;
+}
+
+/** Ctrl+W (unix-word-rubout): the blanks before the cursor, then the word before them. */
+function withoutLastWord(text: string): string {
+  let end = text.length;
+  while (end > 0 && /\s/.test(text[end - 1]!)) end--;
+  while (end > 0 && !/\s/.test(text[end - 1]!)) end--;
+  return text.slice(0, end);
+}
+
+function dropLastCodePoint(text: string): string {
+  const last = text.charCodeAt(text.length - 1);
+  return text.slice(0, last >= 0xdc00 && last <= 0xdfff ? -2 : -1);
+}
+
+/** Wait for `promise`, but no longer than `ms`; its failure counts as settled. */
+async function withTimeout(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  try {
+    await Promise.race([promise.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

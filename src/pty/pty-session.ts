@@ -1,0 +1,275 @@
+import { ScreenMirror } from "../screen/index.ts";
+import type { ControlMessage, ViewSink } from "./control-message.ts";
+import { InputGuard } from "./input-guard.ts";
+import type { PtyProcess } from "./pty-process.ts";
+import type { LaunchSpec, SpawnedPty } from "./launch-spec.ts";
+import type { ScratchDir } from "./scratch-dir.ts";
+import type { SessionKey } from "./session-key.ts";
+import { SessionViews, type View, type ViewOptions } from "./session-views.ts";
+import { TokenBucket } from "./token-bucket.ts";
+
+/** What a session was created with; shown by list and create. */
+export interface SessionInfo {
+  id: string;
+  userId: string;
+  projectId: string;
+  agentId: string | null;
+  sourceSlug: string;
+  cwd: string;
+  cols: number;
+  rows: number;
+  readOnly: boolean;
+  fullScreen: boolean;
+  createdAt: number;
+  lastActivityAt: number;
+  views: number;
+  /** Confinement in force: `none` for an unsandboxed spawn. */
+  confinement: string;
+}
+
+/** Everything a session is built from; the manager spawns and passes it in. */
+export interface PtySessionOptions {
+  key: SessionKey;
+  sourceSlug: string;
+  cwd: string;
+  readOnly: boolean;
+  authority: string;
+  cols: number;
+  rows: number;
+  scrollback: number;
+  scratch: ScratchDir;
+  /** How the program was launched: exec reuses it to run commands in the same sandbox. */
+  launch: LaunchSpec;
+  /** Spawns the program, wiring its output to `onData`. */
+  spawn(onData: (chunk: Uint8Array) => void): SpawnedPty;
+  /** Paths the input screen protects (the data dir). */
+  protectedPaths: string[];
+  /** Input token bucket per connection. */
+  inputBucket: { capacity: number; refillPerSecond: number };
+  now(): number;
+  /** A line was blocked by the input screen. */
+  onBlocked(view: View, reason: string): void;
+  /** The program exited (or was killed); the manager forgets the session. */
+  onExit(session: PtySession, code: number): void;
+}
+
+/** A WebSocket close code for "the session ended" (4000-4999 are the application's). */
+export const CLOSE_SESSION_ENDED = 4000;
+
+/**
+ * One managed PTY: the process, its screen mirror, its scratch dir and its
+ * views. Output goes to the mirror and the views on the event loop that read
+ * it, with nothing batched, so a keystroke's echo is not delayed.
+ */
+export class PtySession {
+  readonly key: SessionKey;
+  readonly mirror: ScreenMirror;
+  readonly views: SessionViews;
+  readonly createdAt: number;
+  lastActivityAt: number;
+  #process: PtyProcess;
+  #lastOutputAt = 0;
+  /** Why the PTY is paused: the lease holder lags, or the mirror's parser does. */
+  readonly #pauses = new Set<"lease" | "mirror">();
+  readonly #confinement: string;
+  #destroyed = false;
+  #exitCode: number | null = null;
+  readonly #guards = new WeakMap<View, { guard: InputGuard; bucket: TokenBucket }>();
+
+  constructor(private readonly options: PtySessionOptions) {
+    this.key = options.key;
+    this.createdAt = options.now();
+    this.lastActivityAt = this.createdAt;
+    this.mirror = new ScreenMirror({ cols: options.cols, rows: options.rows, scrollback: options.scrollback });
+    this.views = new SessionViews(options.key.id, {
+      mirror: this.mirror,
+      pauseOutput: () => this.#pause("lease"),
+      resumeOutput: () => this.#resume("lease"),
+    });
+    let wasFullScreen = false;
+    const spawned = options.spawn((chunk) => {
+      this.#lastOutputAt = performance.now();
+      this.mirror.write(chunk);
+      this.views.broadcast(chunk);
+      if (this.mirror.backlog > MIRROR_BACKLOG_PAUSE_BYTES && this.#pause("mirror")) {
+        void this.mirror.settled().then(() => this.#resume("mirror"));
+      }
+      if (this.mirror.fullScreen !== wasFullScreen) {
+        wasFullScreen = this.mirror.fullScreen;
+        this.views.announce({ type: "fullScreen", active: wasFullScreen });
+      }
+    });
+    this.#process = spawned.process;
+    this.#confinement = spawned.confinement;
+    void this.#process.exited.then((code) => {
+      this.#exitCode = code;
+      void this.destroy(`The program exited with code ${code}`);
+      options.onExit(this, code);
+    });
+  }
+
+  get id() {
+    return this.key.id;
+  }
+  get cwd() {
+    return this.options.cwd;
+  }
+  get sourceSlug() {
+    return this.options.sourceSlug;
+  }
+  get scratchPath() {
+    return this.options.scratch.path;
+  }
+  get destroyed() {
+    return this.#destroyed;
+  }
+  get pid() {
+    return this.#process.pid;
+  }
+  get launch() {
+    return this.options.launch;
+  }
+  get authority() {
+    return this.options.authority;
+  }
+
+  /** The session as list and create show it. */
+  info(): SessionInfo {
+    return {
+      id: this.key.id,
+      userId: this.key.userId,
+      projectId: this.key.projectId,
+      agentId: this.key.agentId,
+      sourceSlug: this.options.sourceSlug,
+      cwd: this.options.cwd,
+      cols: this.mirror.cols,
+      rows: this.mirror.rows,
+      readOnly: this.options.readOnly,
+      fullScreen: this.mirror.fullScreen,
+      createdAt: this.createdAt,
+      lastActivityAt: this.lastActivityAt,
+      views: this.views.size,
+      confinement: this.#confinement,
+    };
+  }
+
+  /** Attach a view (WebSocket). Attaching counts as activity. */
+  attach(sink: ViewSink, options: ViewOptions): View {
+    this.lastActivityAt = this.options.now();
+    const view = this.views.attach(sink, options);
+    const guard = new InputGuard({
+      currentLine: () => this.mirror.currentLine(),
+      settled: () => this.#echoSettled(),
+      forward: (bytes) => this.#process.write(bytes),
+      onBlocked: (reason) => {
+        view.sink.control({ type: "blocked", reason });
+        this.options.onBlocked(view, reason);
+      },
+      protectedPaths: this.options.protectedPaths,
+      // Pasted image paths point into scratch, which lives inside the protected data dir.
+      allowedPaths: [this.options.scratch.path],
+      // In a full-screen app the cursor line is the editor's, not a shell command.
+      fullScreen: () => this.mirror.fullScreen,
+    });
+    this.#guards.set(view, { guard, bucket: new TokenBucket(this.options.inputBucket) });
+    return view;
+  }
+
+  /** Detach a view. Detaching counts as activity, so the idle clock restarts. */
+  detach(view: View): void {
+    this.lastActivityAt = this.options.now();
+    this.views.detach(view);
+  }
+
+  /**
+   * Keystrokes from a view: dropped unless the view holds the lease and may
+   * write; capped by the view's token bucket; screened line by line.
+   */
+  input(view: View, data: string): void {
+    if (!this.views.mayDrive(view) || this.#destroyed) return;
+    const state = this.#guards.get(view)!;
+    if (!state.bucket.take(byteLength(data))) {
+      view.sink.control({ type: "notice", message: "Input is arriving too fast; some was dropped" });
+      return;
+    }
+    this.lastActivityAt = this.options.now();
+    state.guard.push(data).catch((error) => console.error("hatch: input could not reach the session", error));
+  }
+
+  /** Resize from a view (lease holder only) or from the HTTP route (`view` null). */
+  resize(view: View | null, cols: number, rows: number): boolean {
+    if (this.#destroyed || (view && !this.views.mayDrive(view))) return false;
+    this.#process.resize(cols, rows);
+    this.mirror.resize(cols, rows);
+    this.views.announce({ type: "resize", cols, rows });
+    return true;
+  }
+
+  /** Send a control message to every view (countdown notices). */
+  announce(message: ControlMessage): void {
+    this.views.announce(message);
+  }
+
+  /**
+   * Resolves once the echo of keys already forwarded has arrived and the output
+   * has gone quiet, so the screen line shows what the shell will run. The input
+   * guard bounds the wait; it is only used for lines edited with recall or
+   * completion keys, never on plain typing.
+   */
+  async #echoSettled(): Promise<void> {
+    const start = this.mirror.offset;
+    const began = performance.now();
+    while (performance.now() - began < ECHO_SETTLE_LIMIT_MS) {
+      if (this.mirror.offset > start && performance.now() - this.#lastOutputAt >= ECHO_QUIET_MS) break;
+      await delay(ECHO_POLL_MS);
+    }
+    await this.mirror.settled();
+  }
+
+  /** Pause the PTY for a reason; true when it is (now or already) paused for it. */
+  #pause(reason: "lease" | "mirror"): boolean {
+    if (this.#pauses.has(reason)) return true;
+    if (this.#pauses.size === 0 && !this.#process.pause()) return false;
+    this.#pauses.add(reason);
+    return true;
+  }
+
+  #resume(reason: "lease" | "mirror"): void {
+    if (!this.#pauses.delete(reason) || this.#pauses.size > 0) return;
+    this.#process.resume();
+  }
+
+  /** Kill the process group, close the views, remove the scratch dir. Idempotent. */
+  async destroy(reason: string): Promise<void> {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    this.views.announce({ type: "exit", code: this.#exitCode, reason });
+    this.views.closeAll(CLOSE_SESSION_ENDED, reason.slice(0, 120));
+    if (this.#exitCode === null) {
+      this.#process.kill("SIGHUP");
+      // A program that ignores SIGHUP gets SIGKILL shortly after.
+      const exited = await Promise.race([this.#process.exited.then(() => true), delay(KILL_GRACE_MS).then(() => false)]);
+      if (!exited) this.#process.kill("SIGKILL");
+    }
+    this.mirror.dispose();
+    await this.options.scratch.remove();
+  }
+}
+
+/** Output quiet this long after the echo began means the shell has redrawn the line. */
+const ECHO_QUIET_MS = 20;
+const ECHO_POLL_MS = 4;
+/** Give up waiting for an echo after this; the guard has its own, equal bound. */
+const ECHO_SETTLE_LIMIT_MS = 250;
+/** Unparsed mirror bytes at which the PTY pauses: parsing keeps up at ~75 MB/s, so this is a real backlog. */
+const MIRROR_BACKLOG_PAUSE_BYTES = 4 * 1024 * 1024;
+/** Time a killed program gets to exit before SIGKILL. */
+const KILL_GRACE_MS = 2000;
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function byteLength(data: string): number {
+  return new TextEncoder().encode(data).length;
+}

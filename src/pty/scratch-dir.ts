@@ -1,0 +1,129 @@
+import { chmod, lstat, mkdir, opendir, rm, stat } from "node:fs/promises";
+import { join, resolve } from "node:path";
+
+/**
+ * Private scratch directories, one per PTY: `TMPDIR` and friends point there
+ * so the shared `/tmp` can stay non-writable. This is a filesystem edge; the
+ * names are unguessable and the directories are mode 0700 whatever the umask.
+ */
+
+/** Every scratch directory's name starts with this; the sweep removes nothing else. */
+export const SCRATCH_DIR_PREFIX = "hatch-scratch-";
+
+/** 128 bits: another local user cannot guess a live directory's name. */
+const NAME_RANDOM_BYTES = 16;
+/** Exactly what `createScratchDir` makes: the prefix and 32 lower-case hex digits. */
+const SCRATCH_NAME = new RegExp(`^${SCRATCH_DIR_PREFIX}[0-9a-f]{${NAME_RANDOM_BYTES * 2}}$`);
+/** Owner only: the scratch holds pasted images and tool temp files. */
+const PRIVATE_DIR_MODE = 0o700;
+/**
+ * How many entries a start-up sweep looks at. Bounded so a base directory
+ * flooded with entries cannot stall start; leftovers go at the next start.
+ */
+export const DEFAULT_SWEEP_MAX_ENTRIES = 1024;
+
+/** One session's scratch directory; remove it when the PTY ends. */
+export interface ScratchDir {
+  /** Absolute path, `<base>/hatch-scratch-<32 hex>`. */
+  readonly path: string;
+  /** Delete the directory and everything in it. Idempotent; concurrent calls share one removal. */
+  remove(): Promise<void>;
+  /** Same as `remove`, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+/**
+ * True for a name `createScratchDir` could have made.
+ *
+ * @example
+ * isScratchDirName("hatch-scratch-" + "0".repeat(32)) // true
+ */
+export function isScratchDirName(name: string): boolean {
+  return SCRATCH_NAME.test(name);
+}
+
+/**
+ * Create a new scratch directory under `base` (created 0700 if missing).
+ *
+ * @example
+ * await using scratch = await createScratchDir(join(config.dataDir, "scratch"));
+ * spawn({ env: { TMPDIR: scratch.path } });
+ */
+export async function createScratchDir(base: string): Promise<ScratchDir> {
+  const root = await ensurePrivateDir(resolve(base));
+  const path = join(root, SCRATCH_DIR_PREFIX + randomHex(NAME_RANDOM_BYTES));
+  // Not recursive: an existing entry of this name means something is wrong, so fail.
+  // mkdir's mode can only be narrowed by the umask, never widened, so there is no
+  // moment where the directory is more open than 0700; chmod then undoes a narrowing.
+  await mkdir(path, { mode: PRIVATE_DIR_MODE });
+  await chmod(path, PRIVATE_DIR_MODE);
+
+  let removal: Promise<void> | undefined;
+  const remove = () =>
+    (removal ??= rm(path, { recursive: true, force: true }).catch((error) => {
+      // A failed removal (a busy mount, say) may be retried by the next caller.
+      removal = undefined;
+      throw error;
+    }));
+  return { path, remove, [Symbol.asyncDispose]: remove };
+}
+
+/** What the orphan sweep is told about the running server. */
+export interface SweepOptions {
+  /** True for a path (`<base>/<name>`, as `ScratchDir.path`) a live session still owns. */
+  isLive(path: string): boolean;
+  /** Entries looked at before stopping; defaults to `DEFAULT_SWEEP_MAX_ENTRIES`. */
+  maxEntries?: number;
+}
+
+/**
+ * Remove scratch directories left by an unclean exit. Only real directories
+ * directly inside `base` whose name matches the scratch pattern exactly, and
+ * that no live session owns, are removed. Symlinks are never followed (a link
+ * named like a scratch directory is left alone, as is its target), other names
+ * are never touched, and a failure on one entry does not stop the sweep.
+ *
+ * @example
+ * const { removed } = await sweepOrphanScratch(scratchBase, { isLive: (p) => sessions.ownsScratch(p) });
+ */
+export async function sweepOrphanScratch(base: string, options: SweepOptions): Promise<{ removed: string[] }> {
+  const maxEntries = options.maxEntries ?? DEFAULT_SWEEP_MAX_ENTRIES;
+  if (!Number.isInteger(maxEntries) || maxEntries < 0) throw new RangeError(`Cannot sweep with maxEntries ${maxEntries}: expected a non-negative integer`);
+  const root = resolve(base);
+  const removed: string[] = [];
+  const dir = await opendir(root).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return null;
+    throw error;
+  });
+  if (!dir) return { removed };
+
+  let seen = 0;
+  // for-await closes the directory handle on every way out of the loop.
+  for await (const entry of dir) {
+    if (seen++ >= maxEntries) break;
+    if (!isScratchDirName(entry.name)) continue;
+    const path = join(root, entry.name);
+    // lstat, not the dirent type: some filesystems report "unknown", and a
+    // symlink must read as a symlink here, never as its target.
+    const info = await lstat(path).catch(() => null);
+    if (!info?.isDirectory() || options.isLive(path)) continue;
+    try {
+      await rm(path, { recursive: true, force: true });
+      removed.push(path);
+    } catch {
+      // Best effort: the next start tries again.
+    }
+  }
+  return { removed };
+}
+
+async function ensurePrivateDir(path: string): Promise<string> {
+  await mkdir(path, { recursive: true, mode: PRIVATE_DIR_MODE });
+  const info = await stat(path);
+  if ((info.mode & 0o777) !== PRIVATE_DIR_MODE) await chmod(path, PRIVATE_DIR_MODE);
+  return path;
+}
+
+function randomHex(bytes: number): string {
+  return Array.from(crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, "0")).join("");
+}

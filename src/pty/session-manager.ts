@@ -1,0 +1,212 @@
+import { conflict, notFound, randomToken, tooMany, badRequest } from "../platform/index.ts";
+import type { LaunchSpec, PtySpawner } from "./launch-spec.ts";
+import { PtySession, type SessionInfo } from "./pty-session.ts";
+import { createScratchDir, sweepOrphanScratch } from "./scratch-dir.ts";
+import { keyString, namespaceString, SESSION_ID, type SessionKey, type SessionNamespace } from "./session-key.ts";
+import type { View } from "./session-views.ts";
+
+/** Settings the manager reads at each create and sweep. */
+export interface SessionLimits {
+  maxSessions(): number;
+  scrollbackLines(): number;
+  idleShutdownMs(): number;
+}
+
+/** Collaborators and options of the session manager. */
+export interface SessionManagerOptions {
+  /** Base dir of every scratch dir (created 0700). */
+  scratchBase: string;
+  spawner: PtySpawner;
+  limits: SessionLimits;
+  protectedPaths: string[];
+  inputBucket: { capacity: number; refillPerSecond: number };
+  now(): number;
+  /** How long before an idle reap the countdown notice goes out. */
+  countdownMs?: number;
+  onBlocked?(session: PtySession, view: View, reason: string): void;
+  onDestroyed?(session: PtySession, reason: string): void;
+}
+
+/** A create request, after the terminal edge resolved the source to a launch. */
+export interface CreateSessionRequest {
+  namespace: SessionNamespace;
+  id?: string;
+  cols: number;
+  rows: number;
+  readOnly: boolean;
+  /** Fingerprint of the authority the session is created under (reattach compares it). */
+  authority: string;
+  /** Builds the launch once the scratch dir exists (its env points TMPDIR at it). */
+  launch(scratch: string): LaunchSpec;
+}
+
+/** One minute of warning before an idle session is reaped. */
+export const DEFAULT_COUNTDOWN_MS = 60_000;
+
+/**
+ * Owns every live session of the container plane, keyed by (user, project,
+ * agent, id). Creates are deduplicated per key before anything is spawned.
+ */
+export class SessionManager {
+  readonly #sessions = new Map<string, PtySession>();
+  readonly #creating = new Map<string, Promise<PtySession>>();
+
+  constructor(private readonly options: SessionManagerOptions) {}
+
+  /** Remove scratch dirs an unclean exit left behind. Call once at start. */
+  async sweepOrphans(): Promise<string[]> {
+    const live = new Set([...this.#sessions.values()].map((s) => s.scratchPath));
+    return (await sweepOrphanScratch(this.options.scratchBase, { isLive: (path) => live.has(path) })).removed;
+  }
+
+  /**
+   * Create a session, or return the live one with the same key and working
+   * directory. The same key with another working directory is a 409: a session
+   * is never rebound.
+   */
+  async create(request: CreateSessionRequest): Promise<{ session: PtySession; created: boolean }> {
+    const id = request.id ?? randomToken(9);
+    if (!SESSION_ID.test(id)) throw badRequest("invalid_session_id", `Cannot create session "${id}": ids are 1-64 characters of A-Z a-z 0-9 _ -`);
+    const key: SessionKey = { ...request.namespace, id };
+    const k = keyString(key);
+    const pending = this.#creating.get(k);
+    const existing = this.#sessions.get(k) ?? (pending ? await pending : undefined);
+    if (existing) return { session: this.#sameDestination(existing, request), created: false };
+
+    const live = this.#countInNamespace(request.namespace);
+    if (live >= this.options.limits.maxSessions()) {
+      throw tooMany("session_limit", `Cannot create session "${id}": ${live} sessions are live, the limit is ${this.options.limits.maxSessions()}`);
+    }
+    const creating = this.#spawn(key, request);
+    this.#creating.set(k, creating);
+    try {
+      const session = await creating;
+      this.#sessions.set(k, session);
+      return { session, created: true };
+    } finally {
+      this.#creating.delete(k);
+    }
+  }
+
+  /** A live session by key, or 404. */
+  get(key: SessionKey): PtySession {
+    const session = this.#sessions.get(keyString(key));
+    if (!session || session.destroyed) throw sessionNotFound(key.id);
+    return session;
+  }
+
+  /** A live session by key, or null. */
+  find(key: SessionKey): PtySession | null {
+    const session = this.#sessions.get(keyString(key));
+    return session && !session.destroyed ? session : null;
+  }
+
+  /** Live sessions of one namespace. */
+  list(namespace: SessionNamespace): SessionInfo[] {
+    return this.#inNamespace(namespace).map((s) => s.info());
+  }
+
+  /** Every live session of a project (supervision). */
+  listProject(projectId: string): SessionInfo[] {
+    return [...this.#sessions.values()].filter((s) => s.key.projectId === projectId && !s.destroyed).map((s) => s.info());
+  }
+
+  /** Live sessions of a project, for the health route. */
+  count(projectId?: string): number {
+    return [...this.#sessions.values()].filter((s) => !s.destroyed && (projectId === undefined || s.key.projectId === projectId)).length;
+  }
+
+  /** Destroy a session (DELETE or Terminate): kills the process group and removes scratch. */
+  async destroy(key: SessionKey, reason = "The session was terminated"): Promise<void> {
+    const session = this.get(key);
+    this.#sessions.delete(keyString(key));
+    await session.destroy(reason);
+    this.options.onDestroyed?.(session, reason);
+  }
+
+  /**
+   * The reaper: a session idle past Idle Shutdown with no view attached is
+   * destroyed; a watched session never is. Views of a session nearing the limit
+   * get a countdown on the control channel. Settings are read at each sweep.
+   */
+  async sweep(): Promise<string[]> {
+    const idleMs = this.options.limits.idleShutdownMs();
+    const countdownMs = Math.min(this.options.countdownMs ?? DEFAULT_COUNTDOWN_MS, idleMs);
+    const now = this.options.now();
+    const reaped: string[] = [];
+    for (const session of [...this.#sessions.values()]) {
+      const idle = now - session.lastActivityAt;
+      if (idle >= idleMs && session.views.size === 0) {
+        reaped.push(session.id);
+        await this.destroy(session.key, "The session was closed after being idle");
+      } else if (idle >= idleMs - countdownMs) {
+        session.announce({ type: "countdown", secondsLeft: Math.max(0, Math.ceil((idleMs - idle) / 1000)) });
+      }
+    }
+    return reaped;
+  }
+
+  /** Destroy every session (shutdown). */
+  async dispose(): Promise<void> {
+    await Promise.all([...this.#sessions.values()].map((s) => s.destroy("The service is shutting down")));
+    this.#sessions.clear();
+  }
+
+  #sameDestination(session: PtySession, request: CreateSessionRequest): PtySession {
+    const wanted = request.launch(session.scratchPath).cwd;
+    if (wanted !== session.cwd) {
+      throw conflict("session_exists", `Cannot create session "${session.id}": it exists with another working directory`);
+    }
+    return session;
+  }
+
+  #inNamespace(namespace: SessionNamespace): PtySession[] {
+    const ns = namespaceString(namespace);
+    return [...this.#sessions.values()].filter((s) => !s.destroyed && namespaceString(s.key) === ns);
+  }
+
+  /** Live sessions plus creates still spawning: both count against the limit. */
+  #countInNamespace(namespace: SessionNamespace): number {
+    const prefix = namespaceString(namespace) + "\0";
+    return this.#inNamespace(namespace).length + [...this.#creating.keys()].filter((k) => k.startsWith(prefix)).length;
+  }
+
+  async #spawn(key: SessionKey, request: CreateSessionRequest): Promise<PtySession> {
+    const scratch = await createScratchDir(this.options.scratchBase);
+    try {
+      const launch = request.launch(scratch.path);
+      const session: PtySession = new PtySession({
+        key,
+        sourceSlug: launch.sourceSlug,
+        cwd: launch.cwd,
+        readOnly: request.readOnly,
+        authority: request.authority,
+        cols: request.cols,
+        rows: request.rows,
+        scrollback: this.options.limits.scrollbackLines(),
+        scratch,
+        launch,
+        spawn: (onData) => this.options.spawner(launch, { cols: request.cols, rows: request.rows }, onData),
+        protectedPaths: this.options.protectedPaths,
+        inputBucket: this.options.inputBucket,
+        now: this.options.now,
+        onBlocked: (view, reason) => this.options.onBlocked?.(session, view, reason),
+        onExit: (s) => {
+          if (this.#sessions.get(keyString(s.key)) === s) {
+            this.#sessions.delete(keyString(s.key));
+            this.options.onDestroyed?.(s, "exited");
+          }
+        },
+      });
+      return session;
+    } catch (error) {
+      await scratch.remove();
+      throw error;
+    }
+  }
+}
+
+/** The one answer for a session that is missing or not the caller's. */
+export function sessionNotFound(id: string) {
+  return notFound("session_not_found", id ? `Cannot find session "${id}"` : "Cannot find that session namespace");
+}

@@ -1,0 +1,197 @@
+import type { ScreenMirror } from "../screen/index.ts";
+import type { ControlMessage, ViewSink } from "./control-message.ts";
+import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./flow-control.ts";
+
+/** Who a view belongs to and what it may do. */
+export interface ViewOptions {
+  userId: string;
+  /** Holds core.execute: may type and resize when it has the lease. */
+  canWrite: boolean;
+  /** Last output offset this client saw (reconnect); absent for a first connection. */
+  since?: number;
+}
+
+/** What the views need from their session. */
+export interface ViewHost {
+  readonly mirror: ScreenMirror;
+  /** Pause the PTY; false when it cannot be paused right now. */
+  pauseOutput(): boolean;
+  resumeOutput(): void;
+}
+
+/** One connected view of a session. */
+export class View {
+  /** Bytes sent but not yet acknowledged by the client. */
+  unacked = 0;
+  /** A snapshot is being prepared: live output, input and resize are withheld. */
+  catchingUp = false;
+  /** Fell behind: receives nothing until it acks, then gets a fresh snapshot. */
+  lagging = false;
+  closed = false;
+
+  constructor(
+    readonly id: string,
+    readonly options: ViewOptions,
+    readonly sink: ViewSink,
+  ) {}
+
+  get userId() {
+    return this.options.userId;
+  }
+
+  get canWrite() {
+    return this.options.canWrite;
+  }
+}
+
+/**
+ * The views of one session: the input lease, the fan-out of output and the
+ * per-view flow control. The mirror is always fed at full speed elsewhere; only
+ * the lease holder can pause the PTY, and a lagging observer is cut over to a
+ * fresh snapshot instead of stalling everyone.
+ */
+export class SessionViews {
+  readonly #views = new Map<string, View>();
+  #leaseHolder: string | null = null;
+  #paused = false;
+  #counter = 0;
+
+  constructor(
+    private readonly sessionId: string,
+    private readonly host: ViewHost,
+  ) {}
+
+  /** Number of attached views. */
+  get size(): number {
+    return this.#views.size;
+  }
+
+  /** The view holding the input lease, if any. */
+  get leaseHolder(): View | null {
+    return this.#leaseHolder ? (this.#views.get(this.#leaseHolder) ?? null) : null;
+  }
+
+  /** Attach a view: it gets a hello, then the missed bytes or a snapshot, and learns the lease. */
+  attach(sink: ViewSink, options: ViewOptions): View {
+    const view = new View(`v${++this.#counter}`, options, sink);
+    this.#views.set(view.id, view);
+    const { mirror } = this.host;
+    sink.control({ type: "hello", viewId: view.id, sessionId: this.sessionId, readOnly: !options.canWrite, cols: mirror.cols, rows: mirror.rows });
+    if (!options.canWrite) sink.control({ type: "readOnly" });
+    // A full-screen app is never replayed as bytes, even when nothing was missed: the view gets its screen.
+    const missed = options.since === undefined || mirror.fullScreen ? null : mirror.missedSince(options.since);
+    if (missed) {
+      sink.control({ type: "replay", from: options.since!, to: options.since! + missed.length });
+      this.#send(view, missed);
+    } else {
+      void this.sendSnapshot(view);
+    }
+    if (options.canWrite && !this.leaseHolder) this.#setLease(view);
+    else sink.control(this.#leaseMessage(view));
+    return view;
+  }
+
+  /** Detach a view; the lease passes to the earliest remaining writable view. */
+  detach(view: View): void {
+    view.closed = true;
+    if (!this.#views.delete(view.id)) return;
+    if (this.#leaseHolder === view.id) {
+      const next = [...this.#views.values()].find((v) => v.canWrite) ?? null;
+      this.#setLease(next);
+    }
+    if (this.#views.size === 0 || this.#leaseHolder === null) this.#resumeIfPaused();
+  }
+
+  /** Move the lease to a writable view (Take Control). */
+  takeControl(view: View): boolean {
+    if (!view.canWrite || view.closed) return false;
+    this.#setLease(view);
+    return true;
+  }
+
+  /** May this view's input and resize reach the PTY right now? */
+  mayDrive(view: View): boolean {
+    return view.canWrite && !view.closed && !view.catchingUp && this.#leaseHolder === view.id;
+  }
+
+  /** Fan new output out to every view that is keeping up. */
+  broadcast(chunk: Uint8Array): void {
+    for (const view of this.#views.values()) {
+      if (view.catchingUp || view.lagging) continue;
+      this.#send(view, chunk);
+    }
+  }
+
+  /** Send a control message to every view. */
+  announce(message: ControlMessage): void {
+    for (const view of this.#views.values()) view.sink.control(message);
+  }
+
+  /** A client acknowledged `bytes` of output. */
+  ack(view: View, bytes: number): void {
+    view.unacked = Math.max(0, view.unacked - bytes);
+    if (view.unacked >= LOW_WATERMARK_BYTES) return;
+    if (view.lagging && !view.catchingUp) void this.sendSnapshot(view);
+    if (this.#leaseHolder === view.id) this.#resumeIfPaused();
+  }
+
+  /** Replace what a view shows with a fresh snapshot, then the bytes since it. */
+  async sendSnapshot(view: View): Promise<void> {
+    view.catchingUp = true;
+    const snapshot = await this.host.mirror.snapshot();
+    if (view.closed) return;
+    // The snapshot resolves at the mirror's current offset, so the tail is normally empty;
+    // if output slipped in and cannot be replayed (the ring moved on, a full-screen app), snapshot again.
+    const tail = this.host.mirror.missedSince(snapshot.offset);
+    if (tail === null) return this.sendSnapshot(view);
+    view.unacked = 0;
+    view.lagging = false;
+    view.catchingUp = false;
+    view.sink.control({ type: "snapshot", ...snapshot });
+    if (tail.length) this.#send(view, tail);
+  }
+
+  /** Close every view (session destroyed). */
+  closeAll(code: number, reason: string): void {
+    for (const view of [...this.#views.values()]) {
+      view.closed = true;
+      view.sink.close(code, reason);
+    }
+    this.#views.clear();
+    this.#leaseHolder = null;
+  }
+
+  #send(view: View, bytes: Uint8Array): void {
+    const holder = this.#leaseHolder === view.id;
+    // An observer never gets past the high watermark: it lags instead and catches up by snapshot.
+    if (!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) {
+      view.lagging = true;
+      return;
+    }
+    view.sink.output(bytes);
+    view.unacked += bytes.length;
+    if (view.unacked <= HIGH_WATERMARK_BYTES) return;
+    if (holder && (this.#paused || this.host.pauseOutput())) {
+      this.#paused = true;
+      return;
+    }
+    view.lagging = true;
+  }
+
+  #resumeIfPaused(): void {
+    if (!this.#paused) return;
+    this.#paused = false;
+    this.host.resumeOutput();
+  }
+
+  #setLease(view: View | null): void {
+    if (this.#leaseHolder !== (view?.id ?? null)) this.#resumeIfPaused();
+    this.#leaseHolder = view?.id ?? null;
+    for (const v of this.#views.values()) v.sink.control(this.#leaseMessage(v));
+  }
+
+  #leaseMessage(to: View): ControlMessage {
+    const holder = this.leaseHolder;
+    return { type: "lease", viewId: holder?.id ?? null, userId: holder?.userId ?? null, you: holder?.id === to.id };
+  }
+}

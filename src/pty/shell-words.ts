@@ -1,0 +1,259 @@
+/**
+ * Just enough of the POSIX shell grammar to screen a typed line: simple
+ * commands split on `;`, `&`, `|`, `(`, `)`, their words with quotes and
+ * escapes removed, redirections, expanded variable names and the text of
+ * command substitutions. It never evaluates anything; what it cannot see
+ * (aliases, functions, variables' values) stays unseen, as befits a
+ * best-effort filter.
+ */
+
+/** One command between operators: `sudo rm -rf / > log` in `a; sudo rm -rf / > log`. */
+export interface SimpleCommand {
+  /** Words with quoting removed; `$NAME` and `${...}` are kept verbatim. */
+  words: string[];
+  /** `>`/`>>`/`<`/`<<<`/`&>`... and their target word; a leading fd number is dropped. */
+  redirects: { op: string; target: string }[];
+  /** Names of parameters expanded outside single quotes (`$TOKEN`, `${!TOKEN}`). */
+  expansions: string[];
+}
+
+/** A parsed line: its simple commands and the source text of every `$(...)`, `` `...` ``, `<(...)`. */
+export interface ParsedLine {
+  commands: SimpleCommand[];
+  substitutions: string[];
+}
+
+/**
+ * Split one line into simple commands.
+ *
+ * @example
+ * parseShellLine(`FOO=1 sudo "rm" -rf / 2>/dev/null; echo $HOME`).commands.map((c) => c.words)
+ * // => [["FOO=1", "sudo", "rm", "-rf", "/"], ["echo", "$HOME"]]
+ */
+export function parseShellLine(line: string): ParsedLine {
+  return new Scanner(line).run();
+}
+
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*/;
+
+class Scanner {
+  readonly commands: SimpleCommand[] = [];
+  readonly substitutions: string[] = [];
+  #command: SimpleCommand = { words: [], redirects: [], expansions: [] };
+  #word: string | null = null;
+  #redirect: string | null = null;
+  #i = 0;
+
+  constructor(readonly line: string) {}
+
+  run(): ParsedLine {
+    const line = this.line;
+    while (this.#i < line.length) {
+      const c = line[this.#i]!;
+      const next = line[this.#i + 1];
+      if (c === "#" && this.#word === null) break; // a comment runs to the end of the line
+      if (c === "'") this.#singleQuoted();
+      else if (c === '"') this.#doubleQuoted();
+      else if (c === "\\") this.#escaped();
+      else if (c === "$") this.#dollar();
+      else if (c === "`") this.#backtick();
+      else if ((c === "<" || c === ">") && next === "(") this.#substitution(this.#i + 2);
+      else if (c === "<" || c === ">" || (c === "&" && next === ">")) this.#redirection();
+      else this.#plain(c);
+    }
+    this.#endCommand();
+    return { commands: this.commands, substitutions: this.substitutions };
+  }
+
+  #plain(c: string): void {
+    if (/\s/.test(c)) this.#endWord();
+    else if (";&|()\n".includes(c)) this.#endCommand();
+    else this.#append(c);
+    this.#i++;
+  }
+
+  #escaped(): void {
+    this.#append(this.line[this.#i + 1] ?? "");
+    this.#i += 2;
+  }
+
+  #append(text: string): void {
+    this.#word = (this.#word ?? "") + text;
+  }
+
+  #endWord(): void {
+    if (this.#word === null) return;
+    if (this.#redirect !== null) this.#command.redirects.push({ op: this.#redirect, target: this.#word });
+    else this.#command.words.push(this.#word);
+    this.#word = null;
+    this.#redirect = null;
+  }
+
+  #endCommand(): void {
+    this.#endWord();
+    const command = this.#command;
+    if (command.words.length || command.redirects.length || command.expansions.length) this.commands.push(command);
+    this.#command = { words: [], redirects: [], expansions: [] };
+    this.#redirect = null;
+  }
+
+  #singleQuoted(): void {
+    const end = this.line.indexOf("'", this.#i + 1);
+    const stop = end === -1 ? this.line.length : end;
+    this.#append(this.line.slice(this.#i + 1, stop));
+    this.#i = stop + 1;
+  }
+
+  #doubleQuoted(): void {
+    const line = this.line;
+    this.#append("");
+    this.#i++;
+    while (this.#i < line.length && line[this.#i] !== '"') {
+      const c = line[this.#i]!;
+      if (c === "\\" && '$`"\\'.includes(line[this.#i + 1] ?? "")) this.#escaped();
+      else if (c === "$") this.#dollar();
+      else if (c === "`") this.#backtick();
+      else {
+        this.#append(c);
+        this.#i++;
+      }
+    }
+    this.#i++;
+  }
+
+  #dollar(): void {
+    const line = this.line;
+    const next = line[this.#i + 1];
+    if (next === "(") return this.#substitution(this.#i + 2);
+    if (next === "'") {
+      // $'...' (ANSI-C quoting): escapes left as they are, which is enough to see the words.
+      this.#i++;
+      return this.#singleQuoted();
+    }
+    if (next === "{") {
+      const end = line.indexOf("}", this.#i + 2);
+      const stop = end === -1 ? line.length : end + 1;
+      const inner = line.slice(this.#i + 2, stop - 1).replace(/^[!#]/, "");
+      const name = NAME.exec(inner)?.[0];
+      if (name) this.#command.expansions.push(name);
+      this.#append(line.slice(this.#i, stop));
+      this.#i = stop;
+      return;
+    }
+    const name = NAME.exec(line.slice(this.#i + 1))?.[0];
+    if (name) this.#command.expansions.push(name);
+    this.#append("$" + (name ?? ""));
+    this.#i += 1 + (name?.length ?? 0);
+  }
+
+  #backtick(): void {
+    let end = this.#i + 1;
+    while (end < this.line.length && this.line[end] !== "`") end += this.line[end] === "\\" ? 2 : 1;
+    this.substitutions.push(this.line.slice(this.#i + 1, end));
+    this.#append("");
+    this.#i = end + 1;
+  }
+
+  /** `start` is just past the opening parenthesis; nested parentheses and quotes are skipped over. */
+  #substitution(start: number): void {
+    const line = this.line;
+    let depth = 1;
+    let i = start;
+    for (; i < line.length && depth > 0; i++) {
+      const c = line[i];
+      if (c === "\\") i++;
+      else if (c === "'" || c === '"') {
+        const close = line.indexOf(c, i + 1);
+        i = close === -1 ? line.length : close;
+      } else if (c === "(") depth++;
+      else if (c === ")") depth--;
+    }
+    this.substitutions.push(line.slice(start, depth === 0 ? i - 1 : i));
+    this.#append("");
+    this.#i = i;
+  }
+
+  #redirection(): void {
+    const line = this.line;
+    // "2>" and "10>&1": the digits name a file descriptor, not a word.
+    if (this.#word !== null && /^\d+$/.test(this.#word)) this.#word = null;
+    else this.#endWord();
+    let op = "";
+    while (this.#i < line.length && "<>&|-".includes(line[this.#i]!) && op.length < 3) op += line[this.#i++];
+    this.#redirect = op;
+  }
+}
+
+/**
+ * Programs that run their arguments as another command, with the options of
+ * theirs that take a value. `sudo -u root rm -rf /` is `rm -rf /`.
+ */
+const WRAPPERS: Record<string, string[]> = {
+  sudo: ["-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "-R"],
+  doas: ["-u", "-C"],
+  env: ["-u", "-C", "-S"],
+  nice: ["-n"],
+  ionice: ["-c", "-n", "-p"],
+  timeout: ["-s", "-k"],
+  stdbuf: ["-i", "-o", "-e"],
+  xargs: ["-I", "-L", "-n", "-P", "-d", "-E", "-s", "-a"],
+  exec: ["-a"],
+  time: ["-f", "-o"],
+  nohup: [],
+  command: [],
+  builtin: [],
+  busybox: [],
+  chronic: [],
+  unbuffer: [],
+  // Shell keywords that may precede a command word.
+  "!": [],
+  "{": [],
+  if: [],
+  then: [],
+  else: [],
+  elif: [],
+  do: [],
+  while: [],
+  until: [],
+};
+
+/** Wrappers whose first operand is a value, not the command (`timeout 5 rm ...`). */
+const FIRST_OPERAND_IS_VALUE = new Set(["timeout"]);
+
+/** Safety bound: `sudo sudo sudo ...` cannot make unwrapping loop for long. */
+const MAX_WRAPPERS = 16;
+
+/**
+ * The argv that actually runs: leading `NAME=value` assignments and wrapper
+ * programs removed, the program reduced to its base name (`/bin/rm` -> `rm`).
+ *
+ * @example
+ * commandArgv(["FOO=1", "sudo", "-u", "root", "/usr/bin/rm", "-rf", "/"]) // => ["rm", "-rf", "/"]
+ */
+export function commandArgv(words: string[]): string[] {
+  // An index rather than repeated slicing: a pasted line may hold thousands of words.
+  let at = 0;
+  for (let round = 0; round < MAX_WRAPPERS; round++) {
+    while (at < words.length && ASSIGNMENT.test(words[at]!)) at++;
+    if (at >= words.length) return [];
+    const program = baseName(words[at]!);
+    const valued = WRAPPERS[program];
+    if (!valued) return [program, ...words.slice(at + 1)];
+    at++;
+    while (at < words.length && words[at]!.startsWith("-") && words[at]!.length > 1) {
+      const option = words[at]!;
+      at += valued.includes(option) ? 2 : 1;
+      if (option === "--") break;
+    }
+    if (FIRST_OPERAND_IS_VALUE.has(program)) at++;
+  }
+  return [];
+}
+
+/** `NAME=value` or `NAME+=value` before a command. */
+const ASSIGNMENT = /^[A-Za-z_][A-Za-z0-9_]*\+?=/;
+
+/** `/usr/bin/rm` -> `rm`. */
+export function baseName(path: string): string {
+  return path.slice(path.lastIndexOf("/") + 1);
+}

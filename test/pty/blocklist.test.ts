@@ -1,0 +1,193 @@
+import { describe, expect, test } from "bun:test";
+import { dangerousTarget, normalizePath } from "../../src/pty/blocked-paths.ts";
+import { Blocklist } from "../../src/pty/blocklist.ts";
+
+const blocklist = new Blocklist({
+  protectedPaths: ["/srv/hatch/data/"],
+  allowedPaths: ["/srv/hatch/data/scratch/hatch-scratch-ab"],
+  home: "/home/ada",
+});
+
+/** Line -> the reason it is refused. */
+const BLOCKED: Record<string, Record<string, string>> = {
+  "recursive delete of root or home, in any spelling": {
+    "rm -rf /": "recursive delete of /",
+    "rm -fr /": "recursive delete of /",
+    "rm -r -f /": "recursive delete of /",
+    "rm --recursive --force /": "recursive delete of /",
+    "rm --rec --force /": "recursive delete of /",
+    "rm -rf /*": "recursive delete of /",
+    "rm -rf / tmp": "recursive delete of /",
+    "rm / -rf": "recursive delete of /",
+    'rm -rf -- "/"': "recursive delete of /",
+    "/bin/rm -rf //": "recursive delete of /",
+    "\\rm -rf /usr/..": "recursive delete of /",
+    "sudo rm -rf --no-preserve-root /": "recursive delete of /",
+    "sudo -u root rm -Rf /": "recursive delete of /",
+    "rm -r --no-preserve-root ./x": "recursive delete with --no-preserve-root",
+    "rm -rf /usr/": "recursive delete of /usr",
+    "rm -rf /home/*": "recursive delete of /home",
+    "rm -rf ~": "recursive delete of the home directory",
+    "rm -rf ~/": "recursive delete of the home directory",
+    "rm -rf $HOME": "recursive delete of the home directory",
+    'rm -rf "$HOME"': "recursive delete of the home directory",
+    "rm -rf ${HOME}/*": "recursive delete of the home directory",
+    "rm -rf /home/ada": "recursive delete of the home directory",
+    "find / -delete": "recursive delete of /",
+    "find ~ -exec rm -rf {} +": "recursive delete of the home directory",
+    "chmod -R 777 /": "recursive chmod of /",
+  },
+  "the same, hidden behind wrappers, operators and nested shells": {
+    "ls; rm -rf /": "recursive delete of /",
+    "true && rm -rf /": "recursive delete of /",
+    "nohup rm -rf / &": "recursive delete of /",
+    "timeout 5 rm -rf /": "recursive delete of /",
+    "FOO=1 env -i nice -n 5 rm -rf /": "recursive delete of /",
+    'bash -c "rm -rf /"': "recursive delete of /",
+    "sh -c 'sudo rm -rf /*'": "recursive delete of /",
+    'sudo su -c "rm -rf /"': "recursive delete of /",
+    "eval rm -rf /": "recursive delete of /",
+    "echo $(rm -rf /)": "recursive delete of /",
+    "x=`rm -rf /`": "recursive delete of /",
+  },
+  "filesystem creation and raw device writes": {
+    "mkfs.ext4 /dev/sdb1": "filesystem creation (mkfs.ext4)",
+    "sudo mkfs -t xfs /dev/nvme0n1": "filesystem creation (mkfs)",
+    "mkswap /dev/vda2": "filesystem creation (mkswap)",
+    "wipefs -a /dev/sda": "wipe of filesystem signatures",
+    "dd if=/dev/zero of=/dev/sda bs=1M": "raw write to block device /dev/sda",
+    "dd if=img of=/dev/mmcblk0": "raw write to block device /dev/mmcblk0",
+    "cat image.iso > /dev/sdb": "raw write to block device /dev/sdb",
+    "echo x >/dev/xvda": "raw write to block device /dev/xvda",
+    "echo x | sudo tee /dev/nvme0n1p1": "raw write to block device /dev/nvme0n1p1",
+  },
+  "fork bombs, whatever the function is called": {
+    ":(){ :|:& };:": "fork bomb",
+    "bomb(){ bomb|bomb& };bomb": "fork bomb",
+    "f() { f | f & }; f": "fork bomb",
+    "function f { f|f & }; f": "fork bomb",
+    'perl -e "fork while fork"': "fork bomb",
+  },
+  "shutdown, reboot and friends": {
+    "shutdown -h now": "shutdown of the machine",
+    "sudo reboot": "reboot of the machine",
+    halt: "halt of the machine",
+    poweroff: "poweroff of the machine",
+    "init 0": "runlevel change (init 0)",
+    "init 6": "runlevel change (init 6)",
+    "systemctl poweroff": "poweroff of the machine",
+    "sudo systemctl reboot": "reboot of the machine",
+    "systemctl halt": "halt of the machine",
+    "systemctl isolate reboot.target": "reboot of the machine",
+    "kill -9 -1": "kill of every process",
+  },
+  "credential files and the platform zone": {
+    "cat ~/.ssh/id_rsa": "access to SSH keys (~/.ssh)",
+    "ls -la ~/.ssh": "access to SSH keys (~/.ssh)",
+    "scp host:~/.ssh/id_rsa .": "access to SSH keys (~/.ssh)",
+    "cat ~/.ss'h'/id_rsa": "access to SSH keys (~/.ssh)",
+    "cat /etc/shadow": "access to the password hashes (/etc/shadow)",
+    "sudo cat < /etc/gshadow": "access to the password hashes (/etc/shadow)",
+    "cat .env": "access to a .env file",
+    "source .env.local": "access to a .env file",
+    "vim config/.env.production": "access to a .env file",
+    "cat ~/.aws/credentials": "access to AWS credentials (~/.aws)",
+    "ls ~/.config/gcloud": "access to Google Cloud credentials (~/.config/gcloud)",
+    "cat ~/.azure/accessTokens.json": "access to Azure credentials (~/.azure)",
+    "cat ~/.docker/config.json": "access to Docker registry credentials (~/.docker/config.json)",
+    "cat ~/.kube/config": "access to Kubernetes credentials (~/.kube)",
+    "cat ~/.netrc": "access to stored logins (~/.netrc)",
+    "cat ~/.git-credentials": "access to stored git credentials",
+    "cat .npmrc": "access to a package registry token file",
+    "cat /proc/self/environ": "read of a process environment (/proc/*/environ)",
+    "cat <(cat ~/.gnupg/secring.gpg)": "access to GnuPG keys (~/.gnupg)",
+    "ls /srv/hatch/data": "access to a protected hatch directory",
+    "sqlite3 /srv/hatch/data/hatch.db": "access to a protected hatch directory",
+    "cd /srv//hatch/./data": "access to a protected hatch directory",
+    "cat ~/../../srv/hatch/data/secret.key": "access to a protected hatch directory",
+    "cat /srv/hatch/data/scratch/hatch-scratch-other/x": "access to a protected hatch directory",
+  },
+  "secret-name probes": {
+    "printenv GITHUB_TOKEN": "probe of secret variable GITHUB_TOKEN",
+    "printenv HATCH_SECRET_KEY": "probe of secret variable HATCH_SECRET_KEY",
+    "echo $HATCH_SECRET_KEY": "probe of secret variable HATCH_SECRET_KEY",
+    'echo "${OPENAI_API_KEY}"': "probe of secret variable OPENAI_API_KEY",
+    "printf '%s' \"$DB_PASSWORD\"": "probe of secret variable DB_PASSWORD",
+    "cat <<< $GITHUB_TOKEN": "probe of secret variable GITHUB_TOKEN",
+    "declare -p NPM_TOKEN": "probe of secret variable NPM_TOKEN",
+    "env | grep -i token": "probe of secret environment variables",
+    "printenv | grep -i key": "probe of secret environment variables",
+    "set | grep PASSWORD": "probe of secret environment variables",
+    "env | grep -E 'SECRET|API_KEY'": "probe of secret environment variables",
+  },
+};
+
+/** Ordinary work that must never be refused. */
+const ALLOWED = [
+  "rm -rf ./build", "rm -rf build/ dist/", "rm -rf node_modules", "rm -rf /tmp/foo", "rm -rf ~/projects/old", 'rm -rf "$HOME/.cache/pip"',
+  "rm -f /etc/foo.conf", "rm -rf .", "rm /", "find . -name '*.tmp' -delete", "find /tmp -type f -delete", "chmod -R 755 ./public",
+  "ls /etc", "ls -la /", "cat /etc/passwd", "echo hello", "echo $HOME", 'echo "$PATH"', "printenv HOME", "env", "env | grep PATH",
+  "env FOO=1 make test", "grep -i token src/*.ts", "history | grep rm",
+  "cat README.env.md", "cat .env.example", "python -m venv .venv", "source .venv/bin/activate", "node -e 'console.log(process.env.PATH)'",
+  'git commit -m "fix reboot; shutdown handling"', "git commit -m 'rm -rf / is bad'", "echo shutdown", "grep -r reboot src/",
+  "systemctl status nginx", "sudo systemctl restart nginx", "journalctl -u ssh", "init", "initdb -D pgdata",
+  "ssh user@host", "ssh-keygen -t ed25519 -C me", "vim ~/.bashrc", "cat ~/.gitconfig", "ls ~/.config",
+  "dd if=/dev/zero of=disk.img bs=1M count=10", "dd if=/dev/sda of=backup.img", "echo x > /dev/null", "cat log 2>/dev/null",
+  "make -j4 2>&1 | tee build.log", "kill -9 1234", "kill -1 4321", "kill %1", "f() { echo hi; }; f",
+  "npm install", "npm config get registry", "git push origin main", "export GITHUB_TOKEN=abc",
+  'curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com', "docker run --rm -it ubuntu bash",
+  "ls /srv/hatch/database", "cat /srv/hatch/data/scratch/hatch-scratch-ab/image-1.png",
+  'claude "look at /srv/hatch/data/scratch/hatch-scratch-ab/image-2.png"', "mkdir -p build && cd build",
+  'python3 -c "print(1)"', 'bash -c "ls -la"', "sudo apt-get install -y ripgrep", "", "   ", "# rm -rf /",
+];
+
+describe("the blocklist refuses", () => {
+  for (const [category, lines] of Object.entries(BLOCKED)) {
+    test(category, () => {
+      const verdicts = Object.fromEntries(Object.keys(lines).map((line) => [line, blocklist.checkLine(line)]));
+      const expected = Object.fromEntries(Object.entries(lines).map(([line, reason]) => [line, { blocked: true, reason }]));
+      expect(verdicts).toEqual(expected);
+    });
+  }
+});
+
+test("the blocklist lets ordinary commands through", () => {
+  const refused = ALLOWED.filter((line) => blocklist.checkLine(line).blocked);
+  expect(refused).toEqual([]);
+});
+
+test("the session's own scratch directory stays nameable inside the protected data directory", () => {
+  expect(blocklist.checkLine("file /srv/hatch/data/scratch/hatch-scratch-ab/paste.png")).toEqual({ blocked: false });
+  expect(blocklist.checkLine("ls /srv/hatch/data/scratch")).toEqual({ blocked: true, reason: "access to a protected hatch directory" });
+});
+
+test("a protected path under the home directory is caught through ~", () => {
+  const list = new Blocklist({ protectedPaths: ["/home/ada/hatch/data"], home: "/home/ada" });
+  expect([list.checkLine("cat ~/hatch/data/hatch.db"), list.checkLine("ls ~/hatch")]).toEqual([
+    { blocked: true, reason: "access to a protected hatch directory" },
+    { blocked: false },
+  ]);
+});
+
+test("a root or empty protected path is ignored rather than blocking everything", () => {
+  const list = new Blocklist({ protectedPaths: ["/", ""] });
+  expect(list.checkLine("ls /usr/bin")).toEqual({ blocked: false });
+});
+
+describe("path helpers", () => {
+  test("normalizePath collapses, resolves and never climbs above /", () => {
+    expect(["/srv//hatch/./data/../data/", "/..", "a/../../b", "./.env", "~/.ssh/"].map(normalizePath)).toEqual([
+      "/srv/hatch/data",
+      "/",
+      "../b",
+      ".env",
+      "~/.ssh",
+    ]);
+  });
+
+  test("dangerousTarget names only the whole machine, a system directory or a home", () => {
+    expect(["/", "/*", "/usr", "/usr/*", "/usr/local", "~", "~/*", "~/x", "$HOME/..", "./build", "/tmp"].map((t) => dangerousTarget(t))).toEqual([
+      "/", "/", "/usr", "/usr", null, "the home directory", "the home directory", null, "the home directory", null, null,
+    ]);
+  });
+});

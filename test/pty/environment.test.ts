@@ -1,0 +1,87 @@
+import { describe, expect, test } from "bun:test";
+import { buildSessionEnv, isSensitiveEnvName } from "../../src/pty/environment.ts";
+
+describe("sensitive variable names", () => {
+  const sensitive = [
+    "GITHUB_TOKEN", "GH_TOKEN", "NPM_TOKEN", "npm_config__authtoken", "NPM_CONFIG__AUTH", "npm_config_//registry.npmjs.org/:_authToken",
+    "NODE_AUTH_TOKEN", "SLACK_BOT_TOKEN", "HF_TOKEN", "CI_JOB_TOKEN", "ACTIONS_RUNTIME_TOKEN",
+    "DJANGO_SECRET_KEY", "CLIENT_SECRET", "PGPASSWORD", "MYSQL_PWD", "SMTP_PASS", "SUDO_PASSWD", "GPG_PASSPHRASE",
+    "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "STRIPE_KEY", "APIKEY", "MY_KEY_ID",
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AZURE_CLIENT_SECRET", "AZURE_TENANT_ID",
+    "GOOGLE_APPLICATION_CREDENTIALS", "GCP_PROJECT", "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", "DIGITALOCEAN_ACCESS_TOKEN", "KUBECONFIG",
+    "VAULT_ADDR", "SSH_AUTH_SOCK", "GIT_ASKPASS", "VSCODE_GIT_IPC_HANDLE", "GIT_CONFIG_VALUE_0", "XAUTHORITY",
+    "DATABASE_URL", "REDIS_URL", "MONGODB_URI", "SENTRY_DSN", "SLACK_WEBHOOK_URL", "BASIC_AUTH", "SESSION_COOKIE", "JWT",
+    "HATCH_SECRET_KEY", "HATCH_DATA_DIR", "hatch_shell",
+  ];
+  const harmless = [
+    "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "LANG", "LC_ALL", "TZ", "PWD", "OLDPWD", "SHLVL",
+    "EDITOR", "PAGER", "XDG_RUNTIME_DIR", "XKB_DEFAULT_KEYMAP", "KEYBOARD_LAYOUT", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME", "NODE_ENV", "HTTPS_PROXY", "NO_PROXY", "DISPLAY", "SSH_CONNECTION", "HOSTNAME", "MONKEY_PATCH",
+  ];
+
+  test("credential-bearing names are sensitive", () => {
+    expect(sensitive.filter((name) => !isSensitiveEnvName(name))).toEqual([]);
+  });
+
+  test("everyday names, including KEYBOARD-, AUTHOR- and PWD-lookalikes, are not", () => {
+    expect(harmless.filter(isSensitiveEnvName)).toEqual([]);
+  });
+});
+
+describe("buildSessionEnv", () => {
+  const base = {
+    PATH: "/usr/bin:/bin",
+    HOME: "/home/ada",
+    LANG: "C.UTF-8",
+    TERM: "screen",
+    GITHUB_TOKEN: "ghp_leak",
+    HATCH_SECRET_KEY: "k".repeat(40),
+    TMPDIR: "/tmp",
+    UNSET: undefined,
+  };
+
+  test("strips sensitive names, points the scratch variables at scratch and sets the terminal type", () => {
+    expect(buildSessionEnv({ base, scratch: "/data/scratch/hatch-scratch-1" })).toEqual({
+      env: {
+        PATH: "/usr/bin:/bin",
+        HOME: "/home/ada",
+        LANG: "C.UTF-8",
+        TERM: "xterm-256color",
+        COLORTERM: "truecolor",
+        TMPDIR: "/data/scratch/hatch-scratch-1",
+        TMP: "/data/scratch/hatch-scratch-1",
+        TEMP: "/data/scratch/hatch-scratch-1",
+        CLAUDE_CODE_TMPDIR: "/data/scratch/hatch-scratch-1",
+      },
+      dropped: [],
+    });
+  });
+
+  test("extra adds and overrides ordinary variables, but never puts back a sensitive one", () => {
+    const { env, dropped } = buildSessionEnv({
+      base,
+      scratch: "/s",
+      extra: { EDITOR: "vim", LANG: "de_DE.UTF-8", GITHUB_TOKEN: "mine", hatch_secret_key: "x", OPENAI_API_KEY: "sk-1" },
+    });
+    expect(env).toMatchObject({ EDITOR: "vim", LANG: "de_DE.UTF-8" });
+    expect(Object.keys(env).filter(isSensitiveEnvName)).toEqual([]);
+    expect(dropped).toEqual(["GITHUB_TOKEN", "hatch_secret_key", "OPENAI_API_KEY"]);
+  });
+
+  test("extra cannot move the scratch variables, in any spelling", () => {
+    const { env, dropped } = buildSessionEnv({ base, scratch: "/s", extra: { TMPDIR: "/tmp", Temp: "/tmp", CLAUDE_CODE_TMPDIR: "/" } });
+    expect([env.TMPDIR, env.TMP, env.TEMP, env.CLAUDE_CODE_TMPDIR, env.Temp]).toEqual(["/s", "/s", "/s", "/s", undefined]);
+    expect(dropped).toEqual(["TMPDIR", "Temp", "CLAUDE_CODE_TMPDIR"]);
+  });
+
+  test("names and values execve cannot carry are dropped", () => {
+    const { env, dropped } = buildSessionEnv({ base: {}, scratch: "/s", extra: { "A=B": "1", "": "2", NUL: "a\0b" } });
+    expect(Object.keys(env).sort()).toEqual(["CLAUDE_CODE_TMPDIR", "COLORTERM", "TEMP", "TERM", "TMP", "TMPDIR"]);
+    expect(dropped).toEqual(["A=B", "", "NUL"]);
+  });
+
+  test("term overrides the default, and extra may choose its own terminal type", () => {
+    expect(buildSessionEnv({ base: {}, scratch: "/s", term: "xterm" }).env.TERM).toBe("xterm");
+    expect(buildSessionEnv({ base: {}, scratch: "/s", extra: { TERM: "vt100" } }).env.TERM).toBe("vt100");
+  });
+});

@@ -1,0 +1,223 @@
+import { describe, expect, test } from "bun:test";
+import { Blocklist } from "../../src/pty/blocklist.ts";
+import { InputGuard, LINE_KILL, MAX_CONTINUED_CHARS, MAX_LINE_CHARS, type InputGuardOptions } from "../../src/pty/input-guard.ts";
+
+const PASTE_START = "\x1b[200~";
+const PASTE_END = "\x1b[201~";
+const UP = "\x1b[A";
+
+/** A guard in front of a recording "PTY", with a screen line the test sets. */
+function harness(overrides: Partial<InputGuardOptions> = {}) {
+  const forwarded: string[] = [];
+  const blocked: { reason: string; line: string }[] = [];
+  const screen = { line: "" };
+  let settledCalls = 0;
+  const blocklist = new Blocklist({ protectedPaths: ["/srv/hatch/data"], home: "/home/ada" });
+  const guard = new InputGuard({
+    forward: (bytes) => forwarded.push(bytes),
+    currentLine: () => screen.line,
+    settled: () => {
+      settledCalls++;
+      return Promise.resolve();
+    },
+    onBlocked: (reason, line) => blocked.push({ reason, line }),
+    checkLine: (line) => blocklist.checkLine(line),
+    ...overrides,
+  });
+  return {
+    guard,
+    screen,
+    blocked,
+    /** Everything the PTY received, as one string. */
+    pty: () => forwarded.join(""),
+    settledCalls: () => settledCalls,
+  };
+}
+
+/** A promise the test resolves by hand. */
+function deferred() {
+  let resolve!: () => void;
+  const promise = new Promise<void>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+describe("plain typing", () => {
+  test("every keystroke reaches the PTY at once, and a plain Enter is checked with no wait", () => {
+    const h = harness({ settled: () => Promise.reject(new Error("plain lines must not wait for the screen")) });
+    void h.guard.push("l");
+    expect(h.pty()).toBe("l");
+    void h.guard.push("s -la");
+    void h.guard.push("\r");
+    // No await: the terminator went through synchronously.
+    expect(h.pty()).toBe("ls -la\r");
+    expect(h.blocked).toEqual([]);
+  });
+
+  test("a blocked line is wiped instead of terminated, and the reason reported", async () => {
+    const h = harness();
+    await h.guard.push("rm -rf /\r");
+    expect(h.pty()).toBe("rm -rf /" + LINE_KILL);
+    expect(h.blocked).toEqual([{ reason: "recursive delete of /", line: "rm -rf /" }]);
+    await h.guard.push("ls\r");
+    expect(h.pty()).toBe("rm -rf /" + LINE_KILL + "ls\r");
+  });
+
+  test("Backspace, Ctrl+U, Ctrl+W and Ctrl+C edit the typed line as the shell does", async () => {
+    const h = harness();
+    await h.guard.push("rm -rf /x\x7f\r"); // Backspace leaves "rm -rf /"
+    await h.guard.push("rm -rf /\x15ls\r"); // Ctrl+U kills the line, "ls" remains
+    await h.guard.push("rm -rf ./build\x17/\r"); // Ctrl+W rubs out "./build"
+    await h.guard.push("rm -rf /\x03\r"); // Ctrl+C abandons the line
+    expect(h.blocked.map((b) => b.line)).toEqual(["rm -rf /", "rm -rf /"]);
+    expect(h.settledCalls()).toBe(0);
+  });
+
+  test("a line continued with a backslash is checked as the one command the shell sees", async () => {
+    const h = harness();
+    await h.guard.push("rm -rf \\\r");
+    await h.guard.push("/\r");
+    expect(h.pty()).toBe("rm -rf \\\r/" + LINE_KILL);
+    expect(h.blocked).toEqual([{ reason: "recursive delete of /", line: "rm -rf /" }]);
+  });
+
+  test("Ctrl+D on a non-empty blocked line wipes it instead of handing it to a cooked-mode reader", async () => {
+    const h = harness();
+    await h.guard.push("reboot\x04");
+    expect(h.pty()).toBe("reboot" + LINE_KILL);
+    await h.guard.push("\x04");
+    expect(h.pty()).toBe("reboot" + LINE_KILL + "\x04");
+  });
+
+  test("a line too long to screen is refused", async () => {
+    const h = harness();
+    await h.guard.push("x".repeat(MAX_LINE_CHARS + 1) + "\r");
+    expect(h.blocked.map((b) => b.reason)).toEqual(["line too long to screen"]);
+    expect(h.pty().endsWith(LINE_KILL)).toBe(true);
+  });
+});
+
+describe("pastes", () => {
+  test("a multi-line paste: earlier lines run, the blocked one is wiped, later ones are still screened", async () => {
+    const h = harness();
+    await h.guard.push("echo one\nrm -rf /\necho three\ncat ~/.ssh/id_rsa\n");
+    expect(h.pty()).toBe("echo one\nrm -rf /" + LINE_KILL + "echo three\ncat ~/.ssh/id_rsa" + LINE_KILL);
+    expect(h.blocked.map((b) => b.reason)).toEqual(["recursive delete of /", "access to SSH keys (~/.ssh)"]);
+  });
+
+  test("a bracketed paste closes the paste to wipe a blocked line, then reopens it", async () => {
+    const h = harness();
+    await h.guard.push(`${PASTE_START}echo a\rrm -rf /\recho c\r${PASTE_END}`);
+    expect(h.pty()).toBe(`${PASTE_START}echo a\rrm -rf /${PASTE_END}${LINE_KILL}${PASTE_START}echo c\r${PASTE_END}`);
+    expect(h.blocked.map((b) => b.line)).toEqual(["rm -rf /"]);
+    // Pasted text is plain: nothing waited for the screen.
+    expect(h.settledCalls()).toBe(0);
+  });
+
+  test("paste markers and keys split across chunks are still recognized", async () => {
+    const h = harness();
+    await h.guard.push("\x1b[20");
+    await h.guard.push("0~shutdown now\r");
+    expect(h.pty()).toBe(`${PASTE_START}shutdown now${PASTE_END}${LINE_KILL}${PASTE_START}`);
+    await h.guard.push("\x1b[201~\x1b");
+    await h.guard.push("[A\r");
+    expect(h.settledCalls()).toBe(1);
+  });
+});
+
+describe("lines the shell edited (history, completion, search)", () => {
+  test("a recalled line is checked from the screen, after the screen settles", async () => {
+    const h = harness();
+    await h.guard.push(UP);
+    expect(h.pty()).toBe(UP);
+    h.screen.line = "ada@box:~$ rm -rf /    ";
+    await h.guard.push("\r");
+    expect(h.pty()).toBe(UP + LINE_KILL);
+    expect(h.blocked).toEqual([{ reason: "recursive delete of /", line: "rm -rf /" }]);
+    expect(h.settledCalls()).toBe(1);
+  });
+
+  test("a harmless recalled line runs", async () => {
+    const h = harness();
+    h.screen.line = "ada@box:~$ ls -la";
+    await h.guard.push(UP + "\r");
+    expect(h.pty()).toBe(UP + "\r");
+  });
+
+  test("Tab completion is judged by what the shell completed", async () => {
+    const h = harness();
+    await h.guard.push("rm -rf /et\t");
+    h.screen.line = "root@box:/# rm -rf /etc/";
+    await h.guard.push("\r");
+    expect(h.blocked.map((b) => b.reason)).toEqual(["recursive delete of /etc"]);
+  });
+
+  test("Ctrl+R search is judged by the match on the screen", async () => {
+    const h = harness();
+    await h.guard.push("\x12rm");
+    h.screen.line = "(reverse-i-search)`rm': rm -rf ~";
+    await h.guard.push("\r");
+    expect(h.blocked.map((b) => b.reason)).toEqual(["recursive delete of the home directory"]);
+  });
+
+  test("input typed while a line waits for the screen is held back, then forwarded in order", async () => {
+    const echo = deferred();
+    const h = harness({ settled: () => echo.promise });
+    h.screen.line = "$ echo recalled";
+    const first = h.guard.push(UP + "\r");
+    const second = h.guard.push("ls");
+    const third = h.guard.push("\r");
+    expect(h.pty()).toBe(UP);
+    echo.resolve();
+    await Promise.all([first, second, third]);
+    expect(h.pty()).toBe(UP + "\rls\r");
+  });
+
+  test("a screen that never settles delays Enter only up to the echo bound", async () => {
+    const h = harness({ settled: () => new Promise<void>(() => {}), echoWaitMs: 1 });
+    h.screen.line = "$ reboot";
+    await h.guard.push(UP + "\r");
+    expect(h.blocked.map((b) => b.reason)).toEqual(["reboot of the machine"]);
+  });
+});
+
+test("without a checkLine the guard builds a Blocklist from its path options", async () => {
+  const forwarded: string[] = [];
+  const reasons: string[] = [];
+  const guard = new InputGuard({
+    forward: (b) => forwarded.push(b),
+    currentLine: () => "",
+    settled: async () => {},
+    onBlocked: (reason) => reasons.push(reason),
+    protectedPaths: ["/srv/hatch/data"],
+    allowedPaths: ["/srv/hatch/data/scratch/hatch-scratch-ab"],
+  });
+  await guard.push("ls /srv/hatch/data\rls /srv/hatch/data/scratch/hatch-scratch-ab\r");
+  expect(reasons).toEqual(["access to a protected hatch directory"]);
+  expect(forwarded.join("")).toBe("ls /srv/hatch/data" + LINE_KILL + "ls /srv/hatch/data/scratch/hatch-scratch-ab\r");
+});
+
+test("under a full-screen program the screen line is an editor's text: only what was typed is checked", async () => {
+  const h = harness({ fullScreen: () => true });
+  h.screen.line = "rm -rf / # a line of a script open in vim";
+  await h.guard.push("\x1b[Bo\r");
+  expect(h.pty()).toBe("\x1b[Bo\r");
+  expect(h.settledCalls()).toBe(0);
+  await h.guard.push("reboot\r");
+  expect(h.blocked.map((b) => b.reason)).toEqual(["reboot of the machine"]);
+});
+
+test("an endless backslash continuation is refused once too long, until Ctrl+C starts afresh", async () => {
+  const h = harness();
+  const part = "x".repeat(1024) + " \\\r";
+  for (let i = 0; i <= MAX_CONTINUED_CHARS / 1024; i++) await h.guard.push(part);
+  await h.guard.push("ls\r");
+  expect(h.blocked.map((b) => b.reason)).toEqual(["line too long to screen", "line too long to screen"]);
+  await h.guard.push("\x03ls\r");
+  expect(h.pty().endsWith("\x03ls\r")).toBe(true);
+});
+
+test("a long pathological paste is screened in one linear pass", async () => {
+  const h = harness();
+  await h.guard.push("a(".repeat(MAX_LINE_CHARS / 4) + "\r" + "\\".repeat(MAX_LINE_CHARS - 1) + "x\r" + "$".repeat(MAX_LINE_CHARS / 2) + "\r");
+  expect(h.blocked).toEqual([]);
+});

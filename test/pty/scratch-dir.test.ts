@@ -1,0 +1,155 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createScratchDir, isScratchDirName, SCRATCH_DIR_PREFIX, sweepOrphanScratch } from "../../src/pty/scratch-dir.ts";
+
+/** A throwaway directory, removed by `await using`. */
+function tempDir() {
+  const path = mkdtempSync(join(tmpdir(), "hatch-scratch-test-"));
+  return { path, [Symbol.asyncDispose]: async () => rmSync(path, { recursive: true, force: true }) };
+}
+
+const mode = (path: string) => statSync(path).mode & 0o777;
+const orphanName = (digit: string) => SCRATCH_DIR_PREFIX + digit.repeat(32);
+
+/** Run `body` with the process umask set to `mask`, restoring it afterwards. */
+async function withUmask<T>(mask: number, body: () => Promise<T>): Promise<T> {
+  const previous = process.umask(mask);
+  try {
+    return await body();
+  } finally {
+    process.umask(previous);
+  }
+}
+
+describe("createScratchDir", () => {
+  test("creates the base and an unguessable directory inside it, both mode 0700", async () => {
+    await using tmp = tempDir();
+    const base = join(tmp.path, "data", "scratch");
+    await using scratch = await createScratchDir(base);
+    const name = scratch.path.slice(base.length + 1);
+    expect({ parent: scratch.path.startsWith(base + "/"), pattern: /^hatch-scratch-[0-9a-f]{32}$/.test(name), base: mode(base), dir: mode(scratch.path) }).toEqual({
+      parent: true,
+      pattern: true,
+      base: 0o700,
+      dir: 0o700,
+    });
+  });
+
+  test("is 0700 whatever the umask, permissive or restrictive", async () => {
+    await using tmp = tempDir();
+    for (const mask of [0o000, 0o022, 0o077, 0o277]) {
+      const scratch = await withUmask(mask, () => createScratchDir(tmp.path));
+      expect({ mask, mode: mode(scratch.path) }).toEqual({ mask, mode: 0o700 });
+      await scratch.remove();
+    }
+  });
+
+  test("tightens a base directory that already exists with a wider mode", async () => {
+    await using tmp = tempDir();
+    const base = join(tmp.path, "scratch");
+    mkdirSync(base, { mode: 0o755 });
+    await using _scratch = await createScratchDir(base);
+    expect(mode(base)).toBe(0o700);
+  });
+
+  test("two directories never share a name", async () => {
+    await using tmp = tempDir();
+    await using a = await createScratchDir(tmp.path);
+    await using b = await createScratchDir(tmp.path);
+    expect(a.path).not.toBe(b.path);
+  });
+
+  test("remove deletes everything inside and is idempotent, concurrently too", async () => {
+    await using tmp = tempDir();
+    const scratch = await createScratchDir(tmp.path);
+    mkdirSync(join(scratch.path, "a", "b"), { recursive: true });
+    writeFileSync(join(scratch.path, "a", "b", "image.png"), "png");
+    await Promise.all([scratch.remove(), scratch.remove()]);
+    await scratch.remove();
+    await scratch[Symbol.asyncDispose]();
+    expect(existsSync(scratch.path)).toBe(false);
+  });
+
+  test("await using removes the directory at the end of the scope", async () => {
+    await using tmp = tempDir();
+    let path = "";
+    {
+      await using scratch = await createScratchDir(tmp.path);
+      path = scratch.path;
+      expect(existsSync(path)).toBe(true);
+    }
+    expect(existsSync(path)).toBe(false);
+  });
+
+  test("a scratch directory swapped for a symlink by the shell: the link goes, its target survives", async () => {
+    await using tmp = tempDir();
+    const precious = join(tmp.path, "precious");
+    mkdirSync(precious);
+    writeFileSync(join(precious, "keep.txt"), "keep");
+    const scratch = await createScratchDir(join(tmp.path, "scratch"));
+    rmSync(scratch.path, { recursive: true });
+    symlinkSync(precious, scratch.path);
+    await scratch.remove();
+    expect({ link: existsSync(scratch.path), target: existsSync(join(precious, "keep.txt")) }).toEqual({ link: false, target: true });
+  });
+});
+
+describe("sweepOrphanScratch", () => {
+  test("removes orphaned scratch directories and nothing else", async () => {
+    await using tmp = tempDir();
+    const base = join(tmp.path, "scratch");
+    const outside = join(tmp.path, "outside");
+    mkdirSync(outside);
+    writeFileSync(join(outside, "keep.txt"), "keep");
+    const live = await createScratchDir(base);
+    const orphan = join(base, orphanName("a"));
+    mkdirSync(join(orphan, "nested"), { recursive: true });
+    writeFileSync(join(orphan, "nested", "tmp.bin"), "x");
+    mkdirSync(join(base, "hatch-scratch-notrandom"));
+    mkdirSync(join(base, orphanName("B")));
+    mkdirSync(join(base, "unrelated"));
+    writeFileSync(join(base, orphanName("c")), "a file, not a directory");
+    symlinkSync(outside, join(base, orphanName("d")));
+
+    const { removed } = await sweepOrphanScratch(base, { isLive: (path) => path === live.path });
+
+    expect(removed).toEqual([orphan]);
+    expect(readdirSync(base).sort()).toEqual(
+      [live.path.slice(base.length + 1), "hatch-scratch-notrandom", orphanName("B"), "unrelated", orphanName("c"), orphanName("d")].sort(),
+    );
+    expect(lstatSync(join(base, orphanName("d"))).isSymbolicLink()).toBe(true);
+    expect(existsSync(join(outside, "keep.txt"))).toBe(true);
+    await live.remove();
+  });
+
+  test("a base that does not exist yet has nothing to sweep", async () => {
+    await using tmp = tempDir();
+    expect(await sweepOrphanScratch(join(tmp.path, "missing"), { isLive: () => false })).toEqual({ removed: [] });
+  });
+
+  test("looks at no more than maxEntries entries", async () => {
+    await using tmp = tempDir();
+    for (const digit of ["1", "2", "3"]) mkdirSync(join(tmp.path, orphanName(digit)));
+    const first = await sweepOrphanScratch(tmp.path, { isLive: () => false, maxEntries: 1 });
+    expect(first.removed.length).toBe(1);
+    expect(readdirSync(tmp.path).length).toBe(2);
+    expect((await sweepOrphanScratch(tmp.path, { isLive: () => false })).removed.length).toBe(2);
+  });
+
+  test("refuses a nonsensical bound", async () => {
+    await using tmp = tempDir();
+    await expect(sweepOrphanScratch(tmp.path, { isLive: () => false, maxEntries: -1 })).rejects.toThrow("maxEntries -1");
+  });
+});
+
+test("isScratchDirName accepts exactly the generated pattern", () => {
+  expect(["hatch-scratch-" + "0f".repeat(16), "hatch-scratch-" + "0F".repeat(16), "hatch-scratch-", "x" + orphanName("a"), orphanName("a") + "/"].map(isScratchDirName)).toEqual([
+    true,
+    false,
+    false,
+    false,
+    false,
+  ]);
+});

@@ -1,0 +1,47 @@
+import { describe, expect, test } from "bun:test";
+import { commandArgv, parseShellLine } from "../../src/pty/shell-words.ts";
+
+describe("parseShellLine", () => {
+  test("splits simple commands on operators and removes quoting", () => {
+    const { commands } = parseShellLine(`FOO=1 sudo "rm" -rf '/' 2>/dev/null; echo a\\ b && ls|wc -l & (cd x)`);
+    expect(commands.map((c) => c.words)).toEqual([["FOO=1", "sudo", "rm", "-rf", "/"], ["echo", "a b"], ["ls"], ["wc", "-l"], ["cd", "x"]]);
+    expect(commands[0]!.redirects).toEqual([{ op: ">", target: "/dev/null" }]);
+  });
+
+  test("records expansions outside single quotes only, and keeps them verbatim in words", () => {
+    const { commands } = parseShellLine(`echo $TOKEN "\${!SECRET}" '$NOT_ME' \${HOME}/x`);
+    expect(commands[0]).toEqual({ words: ["echo", "$TOKEN", "${!SECRET}", "$NOT_ME", "${HOME}/x"], redirects: [], expansions: ["TOKEN", "SECRET", "HOME"] });
+  });
+
+  test("collects command and process substitutions for a separate look", () => {
+    const { commands, substitutions } = parseShellLine("x=$(cat a | (grep b)) `id` diff <(ls /) \"$(whoami)\"");
+    expect(substitutions).toEqual(["cat a | (grep b)", "id", "ls /", "whoami"]);
+    expect(commands.map((c) => c.words)).toEqual([["x=", "", "diff", "", ""]]);
+  });
+
+  test("a comment ends the line, a # inside a word does not", () => {
+    expect(parseShellLine("ls # rm -rf /").commands.map((c) => c.words)).toEqual([["ls"]]);
+    expect(parseShellLine("root@box:/# ls").commands.map((c) => c.words)).toEqual([["root@box:/#", "ls"]]);
+  });
+
+  test("here-strings, fd duplications and &> are redirections", () => {
+    const { commands } = parseShellLine("cat <<< $X 2>&1 &>log");
+    expect(commands[0]!.redirects).toEqual([
+      { op: "<<<", target: "$X" },
+      { op: ">&", target: "1" },
+      { op: "&>", target: "log" },
+    ]);
+  });
+});
+
+describe("commandArgv", () => {
+  test("strips assignments and wrappers with their options down to the program that runs", () => {
+    expect(commandArgv(["FOO=1", "sudo", "-u", "root", "--", "env", "-i", "BAR=2", "nice", "-n", "5", "/usr/bin/rm", "-rf", "/"])).toEqual(["rm", "-rf", "/"]);
+    expect(commandArgv(["timeout", "-s", "KILL", "5", "reboot"])).toEqual(["reboot"]);
+    expect(commandArgv(["{", "shutdown", "now"])).toEqual(["shutdown", "now"]);
+  });
+
+  test("a wrapper with nothing to run leaves nothing", () => {
+    expect([commandArgv(["env"]), commandArgv(["A=1"]), commandArgv([])]).toEqual([[], [], []]);
+  });
+});
