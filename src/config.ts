@@ -21,6 +21,12 @@ export interface HatchConfig {
   sessionTtlHours: number;
   /** Whether the process runs inside a container (labels Container Root vs Process Root). */
   inContainer: boolean;
+  /** Deployment OS mounts (HATCH_OS_MOUNTS): local sources rooted inside get default permissions at first attach. */
+  osMounts: string[];
+  /** PTY library (HATCH_PTY_BACKEND): Bun's built-in terminal, or bun-pty. */
+  ptyBackend: "bun" | "bun-pty";
+  /** Confinement layers (HATCH_CONFINEMENT): `auto` layers bwrap where it works, `landlock` never does. */
+  confinement: "auto" | "landlock";
 }
 
 /** Raised for an invalid HATCH_* value, naming the variable and the value. */
@@ -50,6 +56,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustedProxies: (env.HATCH_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
     sessionTtlHours: positiveInt(env, "HATCH_SESSION_TTL_HOURS", DEFAULT_SESSION_TTL_HOURS),
     inContainer: env.HATCH_IN_CONTAINER ? env.HATCH_IN_CONTAINER === "1" : detectContainer(),
+    osMounts: (env.HATCH_OS_MOUNTS ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => resolve(cwd, p)),
+    ptyBackend: oneOf(env, "HATCH_PTY_BACKEND", ["bun", "bun-pty"] as const, "bun"),
+    confinement: oneOf(env, "HATCH_CONFINEMENT", ["auto", "landlock"] as const, "auto"),
   };
 }
 
@@ -69,6 +78,13 @@ function positiveInt(env: Record<string, string | undefined>, name: string, fall
   const value = Number(raw);
   if (!Number.isInteger(value) || value <= 0) throw new ConfigError(`Cannot use ${name}="${raw}": expected a positive integer`);
   return value;
+}
+
+function oneOf<T extends string>(env: Record<string, string | undefined>, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`Cannot use ${name}="${raw}": expected one of ${allowed.join(", ")}`);
+  return raw as T;
 }
 
 function secretKey(raw: string): string {

@@ -1,3 +1,7 @@
-/** The terminal edge: HTTP routes and the companion WebSocket server over pty/ and screen/. */
+/** The terminal edge: HTTP routes and the companion WebSocket server over pty/, screen/ and sources/. */
 export { startCompanionServer, type CompanionServer } from "./companion-server.ts";
-export { AGENT_PACKAGE, terminalRoutes } from "./routes.ts";
+export { createConfinement, type Confinement } from "./confinement.ts";
+export { CONTAINER_ROOT } from "./destination.ts";
+export { AGENT_PACKAGE } from "./routes.ts";
+export { createTerminalPart, type TerminalPart, type TerminalPartOptions } from "./terminal-part.ts";
+export { CLOSE } from "./terminal-socket.ts";

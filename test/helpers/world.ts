@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig, type HatchConfig } from "../../src/config.ts";
-import { startHatch, type Hatch } from "../../src/main.ts";
+import { startHatch, type Hatch, type HatchOverrides } from "../../src/main.ts";
 import type { Agent, Project, User } from "../../src/platform/index.ts";
 import { HttpClient } from "./http-client.ts";
 
@@ -27,6 +27,7 @@ export interface Person {
  */
 export class World {
   #counter = 0;
+  readonly #cleanups: (() => void | Promise<void>)[] = [];
 
   private constructor(
     readonly hatch: Hatch,
@@ -34,10 +35,13 @@ export class World {
   ) {}
 
   /** Start a world; `env` adds HATCH_* settings. */
-  static async start(env: Record<string, string> = {}): Promise<World> {
+  static async start(env: Record<string, string> = {}, overrides: HatchOverrides = {}): Promise<World> {
     const dataDir = mkdtempSync(join(tmpdir(), "hatch-test-"));
     const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir, HATCH_HOST: "127.0.0.1", ...env });
-    return new World(await startHatch(config), config);
+    // Sessions get an empty HOME, so the machine's own shell rc files (which may be slow or hang) stay out of the tests.
+    const home = join(dataDir, "home");
+    mkdirSync(home);
+    return new World(await startHatch(config, { baseEnv: { ...process.env, HOME: home }, ...overrides }), config);
   }
 
   get platform() {
@@ -85,12 +89,25 @@ export class World {
     return this.platform.agents.create(project.id, options.name ?? `agent-${++this.#counter}`, owner.id, options.shared ?? false);
   }
 
+  /** A fresh temp dir outside the data dir (which the input screen protects), removed with the world. */
+  tempDir(name = "tmp"): string {
+    const dir = mkdtempSync(join(tmpdir(), `hatch-${name}-`));
+    this.onDispose(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  }
+
+  /** Run `cleanup` when the world is disposed (temp dirs, fake servers). */
+  onDispose(cleanup: () => void | Promise<void>): void {
+    this.#cleanups.push(cleanup);
+  }
+
   /** Stop the servers and delete the data dir. */
   async [Symbol.asyncDispose](): Promise<void> {
     await this.hatch.stop();
+    for (const cleanup of this.#cleanups.reverse()) await cleanup();
     rmSync(this.config.dataDir, { recursive: true, force: true });
   }
 }
 
 /** Start a test world (see `World`). */
-export const startWorld = (env?: Record<string, string>) => World.start(env);
+export const startWorld = (env?: Record<string, string>, overrides?: HatchOverrides) => World.start(env, overrides);

@@ -1,0 +1,128 @@
+import { and, eq } from "drizzle-orm";
+import { isAbsolute } from "node:path";
+import { sourceRules, sources, type Db } from "../db/index.ts";
+import { badRequest, conflict, newId, notFound } from "../platform/index.ts";
+import { parsePerms } from "./permissions.ts";
+import { normalizeSubpath, type PolicyRule } from "./policy.ts";
+
+/** Kinds of sources. Only local and host ones can be terminal destinations. */
+export const SOURCE_KINDS = ["local", "host", "brain", "webtop"] as const;
+export type SourceKind = (typeof SOURCE_KINDS)[number];
+
+/** A source of a project. */
+export interface Source {
+  id: string;
+  projectId: string;
+  slug: string;
+  label: string;
+  kind: SourceKind;
+  connector: string;
+  root: string | null;
+  enabled: boolean;
+  running: boolean;
+  seededAt: number | null;
+  createdAt: number;
+}
+
+/** A rule as stored and listed. */
+export interface SourceRule extends PolicyRule {
+  id: number;
+  sourceId: string;
+}
+
+/** What adding a source takes. */
+export interface NewSource {
+  slug: string;
+  kind: SourceKind;
+  root?: string | null;
+  label?: string;
+  connector?: string;
+}
+
+const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+/** Slugs the product itself uses for synthetic tabs. */
+const RESERVED_SLUGS = new Set(["container-root"]);
+/** The connector of each kind, when the caller names none. */
+const DEFAULT_CONNECTOR: Record<SourceKind, string> = { local: "fs", host: "host-broker", brain: "vector", webtop: "webtop" };
+
+/** Sources of every project and their URI-policy rules. */
+export class SourceStore {
+  constructor(private readonly db: Db) {}
+
+  /** Add a source. Local and host sources need an absolute root. */
+  add(projectId: string, input: NewSource): Source {
+    if (!SLUG.test(input.slug) || RESERVED_SLUGS.has(input.slug)) throw badRequest("invalid_slug", `Cannot add source: "${input.slug}" is not a valid slug`);
+    const needsRoot = input.kind === "local" || input.kind === "host";
+    if (needsRoot && (!input.root || !isAbsolute(input.root))) {
+      throw badRequest("invalid_root", `Cannot add source "${input.slug}": a ${input.kind} source needs an absolute root path`);
+    }
+    if (this.bySlug(projectId, input.slug)) throw conflict("source_exists", `Cannot add source: "${input.slug}" already exists`);
+    const source: Source = {
+      id: newId(),
+      projectId,
+      slug: input.slug,
+      label: input.label?.trim() || input.slug,
+      kind: input.kind,
+      connector: input.connector ?? DEFAULT_CONNECTOR[input.kind],
+      root: needsRoot ? input.root! : (input.root ?? null),
+      enabled: true,
+      running: true,
+      seededAt: null,
+      createdAt: Date.now(),
+    };
+    this.db.insert(sources).values(source).run();
+    return source;
+  }
+
+  /** Every source of a project. */
+  list(projectId: string): Source[] {
+    return this.db.select().from(sources).where(eq(sources.projectId, projectId)).all() as Source[];
+  }
+
+  /** The source with this slug, or null. */
+  bySlug(projectId: string, slug: string): Source | null {
+    return (this.db.select().from(sources).where(and(eq(sources.projectId, projectId), eq(sources.slug, slug))).get() as Source | undefined) ?? null;
+  }
+
+  /** The source with this slug, or 404. */
+  require(projectId: string, slug: string): Source {
+    const source = this.bySlug(projectId, slug);
+    if (!source) throw notFound("source_not_found", `Cannot find source "${slug}"`);
+    return source;
+  }
+
+  /** Enable or disable a source. */
+  setEnabled(projectId: string, slug: string, enabled: boolean): Source {
+    const source = this.require(projectId, slug);
+    this.db.update(sources).set({ enabled }).where(eq(sources.id, source.id)).run();
+    return { ...source, enabled };
+  }
+
+  /** Record whether the shell engine can cover the source right now. */
+  setRunning(projectId: string, slug: string, running: boolean): Source {
+    const source = this.require(projectId, slug);
+    this.db.update(sources).set({ running }).where(eq(sources.id, source.id)).run();
+    return { ...source, running };
+  }
+
+  /** Add a rule; `perms` is any of r, w, x; `path` is below the root. */
+  addRule(source: Source, rule: { subjectKind: PolicyRule["subjectKind"]; subject: string; path?: string; effect: PolicyRule["effect"]; perms: string; seeded?: boolean }): SourceRule {
+    const perms = parsePerms(rule.perms);
+    if (!perms) throw badRequest("invalid_perms", `Cannot add rule: "${rule.perms}" is not a permission set (r, w, x)`);
+    const path = normalizeSubpath(rule.path ?? "");
+    if (path === null) throw badRequest("invalid_path", `Cannot add rule: "${rule.path}" leaves the source root`);
+    const row = { sourceId: source.id, subjectKind: rule.subjectKind, subject: rule.subject, path, effect: rule.effect, perms, seeded: rule.seeded ?? false, createdAt: Date.now() };
+    const inserted = this.db.insert(sourceRules).values(row).returning({ id: sourceRules.id }).get();
+    return { id: inserted.id, ...row };
+  }
+
+  /** Every rule of a source. */
+  rules(sourceId: string): SourceRule[] {
+    return this.db.select().from(sourceRules).where(eq(sourceRules.sourceId, sourceId)).all() as SourceRule[];
+  }
+
+  /** Mark a source's defaults as seeded. */
+  markSeeded(sourceId: string, at: number): void {
+    this.db.update(sources).set({ seededAt: at }).where(eq(sources.id, sourceId)).run();
+  }
+}

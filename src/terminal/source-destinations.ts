@@ -1,0 +1,226 @@
+import { existsSync, realpathSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { badRequest, can, FEATURES, forbidden, HatchError, notFound, requireFeature, type ProjectCaller } from "../platform/index.ts";
+import type { ConfineRequest } from "../pty/index.ts";
+import { effectivePermissions, formatPerms, isInside, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
+import { CONTAINER_ROOT, type Destination, type DestinationResolver } from "./destination.ts";
+
+/** One tab of the source listing. */
+export interface SourceEntry {
+  slug: string;
+  label: string;
+  kind: string;
+  selectable: boolean;
+  reason?: string;
+  /** Resolved working directory (container-side). */
+  cwd: string | null;
+  /** Host-side equivalent under containers (same path on bare metal). */
+  hostCwd?: string | null;
+  readOnly: boolean;
+  /** Host sources: the operator ceiling runs host spawns bare. */
+  unconfined?: boolean;
+  /** Confinement a session opened here would run under. */
+  confinement: string;
+}
+
+/** Collaborators of the source destinations. */
+export interface SourceDestinationsOptions {
+  store: SourceStore;
+  /** Deployment OS mounts: a local source rooted inside one gets default permissions at first attach. */
+  osMounts: string[];
+  /** Never readable from a confined session (the data dir: database and key). */
+  protectedPaths: string[];
+  inContainer: boolean;
+  /** The confinement source tabs get here, or null with the reason it is unavailable. */
+  confinement(): { mode: string | null; reason?: string };
+  now(): number;
+}
+
+/** The authority a session was created under, compared at reattach. */
+interface Authority {
+  slug: string;
+  root: string;
+  unconfined: boolean;
+  paths: Record<string, string>;
+}
+
+/**
+ * Source tabs for the terminal: the listing (rules 1 to 6 of the specification)
+ * and the destination checks every create re-runs. A source tab carries no agent
+ * context, so rules naming an agent never apply here.
+ */
+export class SourceDestinations implements DestinationResolver {
+  constructor(private readonly options: SourceDestinationsOptions) {}
+
+  /** The tabs a caller may see, with selectability and reasons. */
+  list(caller: ProjectCaller): SourceEntry[] {
+    const entries: SourceEntry[] = [];
+    if (can(caller, FEATURES.terminalContainer)) entries.push(this.#containerRootEntry());
+    for (const stored of this.options.store.list(caller.project.id)) {
+      if (stored.kind === "brain" || stored.kind === "webtop") continue;
+      if (stored.kind === "host") {
+        if (can(caller, FEATURES.terminalNative)) entries.push(this.#hostEntry(stored));
+        continue;
+      }
+      const source = this.#seeded(stored);
+      const perms = this.#perms(caller, source, "");
+      if (!this.#visible(caller, source)) continue;
+      const reason = this.#unselectableReason(caller, source, perms);
+      const root = realRoot(source);
+      entries.push({
+        slug: source.slug,
+        label: source.label,
+        kind: source.kind,
+        selectable: reason === null,
+        ...(reason === null ? {} : { reason }),
+        cwd: root,
+        hostCwd: root,
+        readOnly: !this.#anyWritable(caller, source),
+        confinement: can(caller, FEATURES.execUnconfined) ? "none" : (this.options.confinement().mode ?? "unavailable"),
+      });
+    }
+    return entries;
+  }
+
+  async resolve(caller: ProjectCaller, sourceSlug: string, requestedCwd: string | undefined): Promise<Destination> {
+    if (sourceSlug === CONTAINER_ROOT) return this.#containerRoot(caller, requestedCwd);
+    const stored = this.options.store.bySlug(caller.project.id, sourceSlug);
+    if (!stored || stored.kind === "brain" || stored.kind === "webtop") throw sourceNotFound(sourceSlug);
+    if (stored.kind === "host") {
+      requireFeature(caller, FEATURES.terminalNative);
+      throw new HatchError("host_broker_unavailable", 503, "Cannot open a host tab: the host broker is not provisioned on this server");
+    }
+    const source = this.#seeded(stored);
+    if (!this.#visible(caller, source)) throw sourceNotFound(sourceSlug);
+    const perms = this.#perms(caller, source, "");
+    const reason = this.#unselectableReason(caller, source, perms);
+    if (reason !== null) throw forbidden(perms.exec ? "source_unavailable" : "exec_denied", `Cannot open "${sourceSlug}": ${reason}`);
+    const root = realRoot(source)!;
+    const cwd = resolveCwd(root, requestedCwd, sourceSlug);
+    const unconfined = can(caller, FEATURES.execUnconfined);
+    const authority = this.#authority(caller, source, root, unconfined);
+    return {
+      sourceSlug,
+      cwd,
+      readOnly: !Object.values(authority.paths).some((p) => p.includes("w")),
+      confine: unconfined ? null : this.#confineRequest(caller, source, root),
+      authority: JSON.stringify(authority),
+    };
+  }
+
+  async stillAllowed(caller: ProjectCaller, sourceSlug: string, authority: string): Promise<boolean> {
+    if (sourceSlug === CONTAINER_ROOT) return can(caller, FEATURES.terminalContainer);
+    const source = this.options.store.bySlug(caller.project.id, sourceSlug);
+    if (!source || !this.#visible(caller, source)) return false;
+    if (this.#unselectableReason(caller, source, this.#perms(caller, source, "")) !== null) return false;
+    const root = realRoot(source);
+    const before = JSON.parse(authority) as Authority;
+    if (!root || root !== before.root) return false;
+    const now = this.#authority(caller, source, root, can(caller, FEATURES.execUnconfined));
+    if (before.unconfined && !now.unconfined) return false;
+    // Narrowed when, at any path either policy names, a permission held before is gone now.
+    const paths = new Set([...Object.keys(before.paths), ...Object.keys(now.paths)]);
+    return [...paths].every((path) => [...lettersAt(before.paths, path)].every((p) => lettersAt(now.paths, path).includes(p)));
+  }
+
+  #containerRootEntry(): SourceEntry {
+    return { slug: CONTAINER_ROOT, label: this.options.inContainer ? "Container Root (/)" : "Process Root (/)", kind: "container", selectable: true, cwd: "/", hostCwd: null, readOnly: false, confinement: "none" };
+  }
+
+  #hostEntry(source: Source): SourceEntry {
+    return { slug: source.slug, label: source.label, kind: "host", selectable: false, reason: "The host broker is not provisioned", cwd: source.root, hostCwd: source.root, readOnly: true, unconfined: false, confinement: "unavailable" };
+  }
+
+  #containerRoot(caller: ProjectCaller, requestedCwd: string | undefined): Destination {
+    requireFeature(caller, FEATURES.terminalContainer);
+    const cwd = requestedCwd ?? "/";
+    if (!cwd.startsWith("/") || !existsSync(cwd) || !statSync(cwd).isDirectory()) {
+      throw badRequest("invalid_cwd", `Cannot open Container Root in "${cwd}": not an existing absolute directory`);
+    }
+    return { sourceSlug: CONTAINER_ROOT, cwd, readOnly: false, confine: null, authority: JSON.stringify({ slug: CONTAINER_ROOT }) };
+  }
+
+  #seeded(source: Source): Source {
+    return seedDefaultsOnFirstAttach(this.options.store, source, this.options.osMounts, this.options.now());
+  }
+
+  #perms(caller: ProjectCaller, source: Source, path: string): Permissions {
+    return effectivePermissions(this.options.store.rules(source.id), { userId: caller.user.id, role: caller.role, agentId: null }, path);
+  }
+
+  #letters(caller: ProjectCaller, source: Source, path: string): string {
+    return formatPerms(this.#perms(caller, source, path)).replace("-", "");
+  }
+
+  #paths(caller: ProjectCaller, source: Source): string[] {
+    return ["", ...policyPaths(this.options.store.rules(source.id), { userId: caller.user.id, role: caller.role, agentId: null })];
+  }
+
+  #visible(caller: ProjectCaller, source: Source): boolean {
+    return this.#paths(caller, source).some((path) => this.#letters(caller, source, path) !== "");
+  }
+
+  #anyWritable(caller: ProjectCaller, source: Source): boolean {
+    return this.#paths(caller, source).some((path) => this.#perms(caller, source, path).write);
+  }
+
+  #unselectableReason(caller: ProjectCaller, source: Source, perms: Permissions): string | null {
+    if (!source.enabled) return "The source is disabled";
+    if (!perms.exec) return "Your policy does not allow running commands here";
+    if (!source.running) return "The source is not running";
+    if (!realRoot(source)) return "The source's root directory does not exist";
+    const { mode, reason } = this.options.confinement();
+    if (mode === null && !can(caller, FEATURES.execUnconfined)) return `Confinement is unavailable on this server: ${reason ?? "unknown reason"}`;
+    return null;
+  }
+
+  #authority(caller: ProjectCaller, source: Source, root: string, unconfined: boolean): Authority {
+    const paths = Object.fromEntries(this.#paths(caller, source).map((path) => [path, this.#letters(caller, source, path)]));
+    return { slug: source.slug, root, unconfined, paths };
+  }
+
+  #confineRequest(caller: ProjectCaller, source: Source, root: string): ConfineRequest {
+    const roots: ConfineRequest["roots"] = [];
+    const deny = [...this.options.protectedPaths];
+    for (const path of this.#paths(caller, source)) {
+      const full = path === "" ? root : join(root, path);
+      const perms = this.#perms(caller, source, path);
+      if (!perms.read && path !== "") deny.push(full);
+      else if (path === "" || existsSync(full)) roots.push({ path: full, write: perms.write });
+    }
+    return { roots, deny, boundary: root };
+  }
+}
+
+/** The letters in force at `path`: those of the deepest listed path containing it. */
+function lettersAt(paths: Record<string, string>, path: string): string {
+  const containing = Object.keys(paths).filter((p) => p === "" || path === p || path.startsWith(p + "/"));
+  const deepest = containing.sort((a, b) => b.length - a.length)[0];
+  return deepest === undefined ? "" : paths[deepest]!;
+}
+
+function realRoot(source: Source): string | null {
+  try {
+    const root = realpathSync(source.root!);
+    return statSync(root).isDirectory() ? root : null;
+  } catch {
+    return null;
+  }
+}
+
+function resolveCwd(root: string, requested: string | undefined, slug: string): string {
+  if (requested === undefined) return root;
+  const candidate = requested.startsWith("/") ? requested : join(root, requested);
+  let real: string;
+  try {
+    real = realpathSync(candidate);
+  } catch {
+    throw badRequest("invalid_cwd", `Cannot open "${slug}" in "${requested}": no such directory`);
+  }
+  if (!isInside(real, root) || !statSync(real).isDirectory()) throw badRequest("cwd_outside_source", `Cannot open "${slug}" in "${requested}": it is not a directory inside the source`);
+  return real;
+}
+
+function sourceNotFound(slug: string) {
+  return notFound("source_not_found", `Cannot find source "${slug}"`);
+}

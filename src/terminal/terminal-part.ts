@@ -1,0 +1,118 @@
+import { join } from "node:path";
+import type { ConfinementProbe } from "../confine/index.ts";
+import type { Platform } from "../platform/index.ts";
+import {
+  bunPtyBackend,
+  bunTerminalBackend,
+  createCommandSpawner,
+  createPtySpawner,
+  defaultShellDeps,
+  selectShell,
+  SessionManager,
+} from "../pty/index.ts";
+import { SourceStore } from "../sources/index.ts";
+import { createConfinement, type Confinement } from "./confinement.ts";
+import { RejectionLog } from "./rejection-log.ts";
+import { terminalRoutes } from "./routes.ts";
+import { SourceDestinations } from "./source-destinations.ts";
+import { TerminalService } from "./terminal-service.ts";
+import { terminalUpgradeHandler } from "./terminal-socket.ts";
+
+/** What the terminal part needs from the composition root. */
+export interface TerminalPartOptions {
+  platform: Platform;
+  dataDir: string;
+  inContainer: boolean;
+  osMounts: string[];
+  shellOverride: string | null;
+  ptyBackend: "bun" | "bun-pty";
+  preferBwrap: boolean;
+  probe: ConfinementProbe;
+  /** The environment sessions start from (sanitised per spawn). */
+  baseEnv: Record<string, string | undefined>;
+  now(): number;
+  /** How often the reaper sweeps. */
+  reaperIntervalMs?: number;
+}
+
+/** WebSocket input cap per connection (DESIGN.md): 64 KiB burst, 32 KiB/s refill. */
+const INPUT_BUCKET = { capacity: 64 * 1024, refillPerSecond: 32 * 1024 };
+/** The reaper's default sweep interval: well under a minute, the smallest Idle Shutdown. */
+const REAPER_INTERVAL_MS = 15_000;
+
+/** The assembled terminal: routes, the WebSocket upgrade handler, the session manager, the reaper. */
+export interface TerminalPart {
+  routes: ReturnType<typeof terminalRoutes>;
+  onUpgrade: ReturnType<typeof terminalUpgradeHandler>;
+  sessions: SessionManager;
+  sources: SourceStore;
+  confinement: Confinement;
+  /** Remove orphaned scratch dirs and start the reaper. */
+  start(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/** Build the terminal part over the platform. */
+export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
+  const { platform } = options;
+  const protectedPaths = [options.dataDir];
+  const confinement = createConfinement({ probe: options.probe, preferBwrap: options.preferBwrap });
+  const backend = options.ptyBackend === "bun-pty" ? bunPtyBackend : bunTerminalBackend;
+  const sessions = new SessionManager({
+    scratchBase: join(options.dataDir, "scratch"),
+    spawner: createPtySpawner(backend, confinement.status().mode ? confinement.pty : null),
+    limits: {
+      maxSessions: () => platform.settings.get("terminalMaxSessions"),
+      scrollbackLines: () => platform.settings.get("terminalScrollbackLines"),
+      idleShutdownMs: () => platform.settings.get("terminalIdleShutdownMinutes") * 60_000,
+    },
+    protectedPaths,
+    inputBucket: INPUT_BUCKET,
+    now: options.now,
+    onBlocked: (session, view, reason) =>
+      platform.audit.write({
+        action: "terminal.blocked",
+        userId: view.userId,
+        projectId: session.key.projectId,
+        agentId: session.key.agentId,
+        target: session.id,
+        detail: { reason, sessionUserId: session.key.userId },
+      }),
+  });
+  const store = new SourceStore(platform.db);
+  const destinations = new SourceDestinations({
+    store,
+    osMounts: options.osMounts,
+    protectedPaths,
+    inContainer: options.inContainer,
+    confinement: () => confinement.status(),
+    now: options.now,
+  });
+  const shellDeps = defaultShellDeps({ ...options.baseEnv, HATCH_SHELL: options.shellOverride ?? undefined });
+  const terminal = new TerminalService({
+    platform,
+    sessions,
+    destinations,
+    commands: createCommandSpawner(confinement.status().mode ? confinement.command : null),
+    shell: () => selectShell("interactive", shellDeps),
+    allowedShells: () => [...new Set([selectShell("interactive", shellDeps), selectShell("runner", shellDeps)])],
+    baseEnv: options.baseEnv,
+  });
+  let reaper: ReturnType<typeof setInterval> | null = null;
+  return {
+    routes: terminalRoutes({ platform, terminal, sources: destinations, confinement: () => confinement.status().mode ?? "unavailable" }),
+    onUpgrade: terminalUpgradeHandler({ platform, terminal, destinations, rejections: new RejectionLog((line) => console.warn(line)) }),
+    sessions,
+    sources: store,
+    confinement,
+    start: async () => {
+      await sessions.sweepOrphans();
+      reaper = setInterval(() => void sessions.sweep(), options.reaperIntervalMs ?? REAPER_INTERVAL_MS);
+      reaper.unref?.();
+    },
+    dispose: async () => {
+      if (reaper) clearInterval(reaper);
+      await sessions.dispose();
+    },
+  };
+}

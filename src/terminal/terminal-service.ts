@@ -1,0 +1,155 @@
+import { badRequest, can, FEATURES, forbidden, requireFeature, type Platform, type ProjectCaller } from "../platform/index.ts";
+import {
+  buildSessionEnv,
+  execInSession,
+  sessionNotFound,
+  type CommandSpawner,
+  type ExecResult,
+  type PtySession,
+  type SessionInfo,
+  type SessionManager,
+  type SessionNamespace,
+} from "../pty/index.ts";
+import { isUriShaped, type DestinationResolver } from "./destination.ts";
+
+/** Which session a request addresses: `agentId` and, for supervisors, `userId`. */
+export interface SessionAddress {
+  agentId?: string;
+  userId?: string;
+}
+
+/** A create body, as validated by the route. */
+export interface CreateSessionBody {
+  sourceSlug?: string;
+  id?: string;
+  shell?: string;
+  cwd?: string;
+  env?: Record<string, string>;
+  cols?: number;
+  rows?: number;
+}
+
+/** Collaborators of the terminal service. */
+export interface TerminalServiceOptions {
+  platform: Platform;
+  sessions: SessionManager;
+  destinations: DestinationResolver;
+  /** Runs exec commands in a session's sandbox (confined when the session is). */
+  commands: CommandSpawner;
+  /** The interactive shell (selection per the specification) and the shells a create may name. */
+  shell(): string;
+  allowedShells(): string[];
+  /** The process environment sessions start from, before sanitising. */
+  baseEnv: Record<string, string | undefined>;
+}
+
+/** Default terminal size when a create names none. */
+const DEFAULT_SIZE = { cols: 80, rows: 24 };
+
+/**
+ * The terminal's rules over the session manager: who may address which
+ * namespace, destination checks on create, exec. Routes and the WebSocket both
+ * call it, so the agent axis is resolved the same way for both.
+ */
+export class TerminalService {
+  constructor(private readonly options: TerminalServiceOptions) {}
+
+  get sessions() {
+    return this.options.sessions;
+  }
+
+  /**
+   * Resolve the namespace a request addresses. An agent the target user cannot
+   * use, or another user's namespace without terminal.supervise, answers
+   * exactly like a missing session.
+   */
+  namespace(caller: ProjectCaller, address: SessionAddress, sessionId: string): { namespace: SessionNamespace; supervising: boolean } {
+    const userId = address.userId ?? caller.user.id;
+    const supervising = userId !== caller.user.id;
+    if (supervising && !can(caller, FEATURES.terminalSupervise)) throw sessionNotFound(sessionId);
+    let agentId: string | null = null;
+    if (address.agentId !== undefined) {
+      const agent = this.options.platform.agents.usable(caller.project.id, userId, address.agentId);
+      if (!agent) throw sessionNotFound(sessionId);
+      agentId = agent.id;
+    }
+    return { namespace: { userId, projectId: caller.project.id, agentId }, supervising };
+  }
+
+  /** A live session the caller may address, or 404. */
+  session(caller: ProjectCaller, sessionId: string, address: SessionAddress): PtySession {
+    const { namespace } = this.namespace(caller, address, sessionId);
+    return this.options.sessions.get({ ...namespace, id: sessionId });
+  }
+
+  /** Create (or return the identical live) session after re-checking the destination. */
+  async create(caller: ProjectCaller, body: CreateSessionBody, address: SessionAddress): Promise<{ session: SessionInfo; created: boolean }> {
+    if (!body.sourceSlug) throw badRequest("source_required", "Cannot create a session without a source: pick a source tab (sourceSlug)");
+    if (body.cwd !== undefined && isUriShaped(body.cwd)) {
+      throw badRequest("cwd_not_os_path", `Cannot create a session in "${body.cwd}": cwd must be an OS path, not a URI`);
+    }
+    if (address.userId !== undefined && address.userId !== caller.user.id) {
+      throw forbidden("own_namespace_only", "Sessions are created in your own namespace only");
+    }
+    const { namespace } = this.namespace(caller, address, body.id ?? "");
+    const shell = this.#shell(body.shell);
+    const destination = await this.options.destinations.resolve(caller, body.sourceSlug, body.cwd);
+    const { session, created } = await this.options.sessions.create({
+      namespace,
+      id: body.id,
+      cols: body.cols ?? DEFAULT_SIZE.cols,
+      rows: body.rows ?? DEFAULT_SIZE.rows,
+      readOnly: destination.readOnly,
+      authority: destination.authority,
+      launch: (scratch) => ({
+        sourceSlug: destination.sourceSlug,
+        cwd: destination.cwd,
+        // Interactive (stdin is the PTY), not a login shell: the same rc files an editor's terminal reads.
+        argv: [shell],
+        env: buildSessionEnv({ base: this.options.baseEnv, extra: body.env ?? {}, scratch }).env,
+        scratch,
+        confine: destination.confine,
+      }),
+    });
+    return { session: session.info(), created };
+  }
+
+  /** Sessions of the caller's namespace, or (supervisors, scope=project) of the whole project. */
+  list(caller: ProjectCaller, scope: "own" | "project", address: SessionAddress): SessionInfo[] {
+    if (scope === "project") {
+      requireFeature(caller, FEATURES.terminalSupervise);
+      return this.options.sessions.listProject(caller.project.id);
+    }
+    return this.options.sessions.list(this.namespace(caller, address, "").namespace);
+  }
+
+  /** Run a command in the session's sandbox. */
+  async exec(caller: ProjectCaller, sessionId: string, address: SessionAddress, command: string, timeoutSeconds?: number): Promise<ExecResult> {
+    requireFeature(caller, FEATURES.coreExecute);
+    const session = this.session(caller, sessionId, address);
+    const { settings } = this.options.platform;
+    const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds")) * 1000;
+    const result = await execInSession(
+      session.launch,
+      { command, timeoutMs, outputCapBytes: settings.get("terminalExecOutputCapBytes"), shell: session.launch.argv[0]! },
+      this.options.commands,
+    );
+    this.options.platform.audit.write({
+      action: "terminal.exec",
+      userId: caller.user.id,
+      projectId: caller.project.id,
+      agentId: session.key.agentId,
+      target: session.id,
+      detail: { sessionUserId: session.key.userId, exitCode: result.exitCode, timedOut: result.timedOut, commandBytes: command.length },
+    });
+    return result;
+  }
+
+  #shell(requested: string | undefined): string {
+    if (requested === undefined) return this.options.shell();
+    if (!this.options.allowedShells().includes(requested)) {
+      throw badRequest("shell_not_allowed", `Cannot use shell "${requested}": it is not one of ${this.options.allowedShells().join(", ")}`);
+    }
+    return requested;
+  }
+}

@@ -1,0 +1,44 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Project } from "../../src/platform/index.ts";
+import type { Source } from "../../src/sources/index.ts";
+import type { HttpClient } from "./http-client.ts";
+import { TerminalClient, type OpenOptions } from "./terminal-client.ts";
+import type { Person, World } from "./world.ts";
+
+/** Terminal routes prefix. */
+export const TERMINAL = "/api/packages/agent/terminal";
+
+/** A local source rooted in a fresh temp dir, with rules for roles. */
+export function localSource(world: World, project: Project, slug: string, grants: Record<string, string> = { member: "rwx" }): Source & { root: string } {
+  const root = mkdtempSync(join(tmpdir(), `hatch-src-${slug}-`));
+  const store = world.hatch.terminal.sources;
+  const source = store.add(project.id, { slug, kind: "local", root });
+  for (const [role, perms] of Object.entries(grants)) store.addRule(source, { subjectKind: "role", subject: role, effect: "allow", perms });
+  world.onDispose(() => rmSync(root, { recursive: true, force: true }));
+  return { ...source, root };
+}
+
+/** POST /terminal/sessions as this client. */
+export function createSession(client: HttpClient, body: Record<string, unknown>, query = "") {
+  return client.post(`${TERMINAL}/sessions${query}`, body);
+}
+
+/** Open the terminal WebSocket of a session as a person (or anonymously with null). */
+export function openTerminal(world: World, person: Person | null, sessionId: string, options: OpenOptions = {}): Promise<TerminalClient> {
+  return TerminalClient.open(world.hatch.companionUrl, person?.client ?? null, sessionId, options);
+}
+
+/** Open a session's terminal and wait until it shows the first snapshot and is ready. */
+export async function attached(world: World, person: Person, sessionId: string, options: OpenOptions = {}): Promise<TerminalClient> {
+  const terminal = await openTerminal(world, person, sessionId, options);
+  await terminal.control(options.since === undefined ? "snapshot" : "hello");
+  return terminal;
+}
+
+/** Shell prompt-agnostic marker: type a command that prints a unique token, wait for it. */
+export async function runAndSee(terminal: TerminalClient, command: string, token: string): Promise<void> {
+  terminal.type(`${command}\r`);
+  await terminal.sees(token);
+}

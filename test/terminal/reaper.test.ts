@@ -1,0 +1,65 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { attached, createSession } from "../helpers/terminal.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { startWorld } from "../helpers/world.ts";
+
+describe("the reaper", () => {
+  test("an idle detached session is reaped with its scratch removed, an attached one survives and gets a countdown", async () => {
+    let now = Date.now();
+    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "idle" });
+    await createSession(owner.client, { sourceSlug: "container-root", id: "watched" });
+    const view = await attached(world, owner, "watched");
+    const { sessions } = world.hatch.terminal;
+    const scratch = join(world.config.dataDir, "scratch");
+    expect(readdirSync(scratch)).toHaveLength(2);
+
+    now += 4.5 * 60_000;
+    expect(await sessions.sweep()).toEqual([]);
+    const countdown = await view.control("countdown");
+    expect(countdown.secondsLeft).toBe(30);
+
+    now += 60_000;
+    expect(await sessions.sweep()).toEqual(["idle"]);
+    expect(readdirSync(scratch)).toHaveLength(1);
+    expect((await owner.client.get("/api/packages/agent/terminal/sessions")).body.sessions.map((s: { id: string }) => s.id)).toEqual(["watched"]);
+
+    // Settings are read at each sweep.
+    world.platform.settings.set("terminalIdleShutdownMinutes", 60);
+    view.close();
+    await waitFor(() => sessions.listProject(project.id)[0]?.views === 0, "the server to see the detach");
+    now += 10 * 60_000;
+    expect(await sessions.sweep()).toEqual([]);
+    now += 60 * 60_000;
+    expect(await sessions.sweep()).toEqual(["watched"]);
+    expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  test("a PTY that exits is destroyed and its scratch removed; orphaned scratch from an unclean exit is swept at start", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "bye" });
+    const view = await attached(world, owner, "bye");
+    view.type("exit 3\r");
+    const exit = await view.control("exit");
+    expect(exit.code).toBe(3);
+    expect(await view.closed).toBe(4000);
+    expect(readdirSync(join(world.config.dataDir, "scratch"))).toEqual([]);
+    expect(existsSync(join(world.config.dataDir, "scratch"))).toBe(true);
+    // What an unclean exit leaves: a scratch-named dir no live session owns, beside a stranger that must survive.
+    const orphan = join(world.config.dataDir, "scratch", "hatch-scratch-" + "0".repeat(32));
+    const stranger = join(world.config.dataDir, "scratch", "keep-me");
+    mkdirSync(orphan, { mode: 0o700 });
+    mkdirSync(stranger);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "live" });
+    const removed = await world.hatch.terminal.sessions.sweepOrphans();
+    expect(removed).toEqual([orphan]);
+    expect(existsSync(stranger)).toBe(true);
+    expect(readdirSync(join(world.config.dataDir, "scratch"))).toHaveLength(2);
+  });
+});

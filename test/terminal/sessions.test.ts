@@ -1,0 +1,215 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { TERMINAL, createSession, localSource } from "../helpers/terminal.ts";
+import { startWorld } from "../helpers/world.ts";
+
+const scratchDirs = (dataDir: string) => (existsSync(join(dataDir, "scratch")) ? readdirSync(join(dataDir, "scratch")) : []);
+
+describe("terminal sessions over HTTP", () => {
+  test("the owner creates a Container Root session at /, lists it, reads it and deletes it; scratch goes with it", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const created = await createSession(owner.client, { sourceSlug: "container-root", id: "root1", cols: 100, rows: 30 });
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ id: "root1", sourceSlug: "container-root", cwd: "/", cols: 100, rows: 30, readOnly: false, fullScreen: false, createdAt: expect.any(Number) });
+    expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions.map((s: { id: string }) => s.id)).toEqual(["root1"]);
+    expect((await owner.client.get(`${TERMINAL}/health`)).body.sessions).toBe(1);
+    expect(scratchDirs(world.config.dataDir)).toHaveLength(1);
+    const read = await owner.client.get(`${TERMINAL}/sessions/root1/read`);
+    expect(read.status).toBe(200);
+    expect(Array.isArray(read.body.lines)).toBe(true);
+    expect((await owner.client.delete(`${TERMINAL}/sessions/root1`)).status).toBe(200);
+    expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions).toEqual([]);
+    expect(scratchDirs(world.config.dataDir)).toEqual([]);
+    expect((await owner.client.delete(`${TERMINAL}/sessions/root1`)).status).toBe(404);
+  });
+
+  test("a create without a source is 400; a URI-shaped cwd is 400 and spawns nothing", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    const missing = await createSession(owner.client, { id: "x" });
+    expect(missing.status).toBe(400);
+    expect(missing.body.error.code).toBe("source_required");
+    for (const cwd of ["os://workspace", "data://files/a", "brain://notes", "s3://bucket/key"]) {
+      const uri = await createSession(owner.client, { sourceSlug: "container-root", cwd });
+      expect(uri.status).toBe(400);
+      expect(uri.body.error.code).toBe("cwd_not_os_path");
+    }
+    expect(world.hatch.terminal.sessions.count()).toBe(0);
+    expect(scratchDirs(world.config.dataDir)).toEqual([]);
+  });
+
+  test("Container Root needs terminal.container: a member gets 403, an admin may", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    const denied = await createSession(member.client, { sourceSlug: "container-root" });
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.code).toBe("feature_required");
+    expect((await createSession(admin.client, { sourceSlug: "container-root" })).status).toBe(201);
+  });
+
+  test("an existing id with another working directory is 409 and never rebinds; the same one returns the live session", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    expect((await createSession(owner.client, { sourceSlug: "container-root", id: "s1", cwd: "/" })).status).toBe(201);
+    const again = await createSession(owner.client, { sourceSlug: "container-root", id: "s1", cwd: "/" });
+    expect(again.status).toBe(200);
+    expect(again.body.id).toBe("s1");
+    const rebind = await createSession(owner.client, { sourceSlug: "container-root", id: "s1", cwd: "/tmp" });
+    expect(rebind.status).toBe(409);
+    expect(rebind.body.error.code).toBe("session_exists");
+    expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions).toEqual([expect.objectContaining({ id: "s1", cwd: "/" })]);
+  });
+
+  test("20 parallel creates of one id make one PTY and one scratch dir", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    const answers = await Promise.all(Array.from({ length: 20 }, () => createSession(owner.client, { sourceSlug: "container-root", id: "same" })));
+    expect(answers.map((a) => a.status).sort()).toEqual([...Array(19).fill(200), 201]);
+    expect(world.hatch.terminal.sessions.count()).toBe(1);
+    expect(scratchDirs(world.config.dataDir)).toHaveLength(1);
+  });
+
+  test("more live sessions than Terminal: Max Sessions for one key is 429; other namespaces are counted apart", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    world.platform.settings.set("terminalMaxSessions", 2);
+    expect((await createSession(owner.client, { sourceSlug: "container-root", id: "a" })).status).toBe(201);
+    expect((await createSession(owner.client, { sourceSlug: "container-root", id: "b" })).status).toBe(201);
+    const third = await createSession(owner.client, { sourceSlug: "container-root", id: "c" });
+    expect(third.status).toBe(429);
+    expect(third.body.error.code).toBe("session_limit");
+    const agent = world.agent(project, owner.user);
+    expect((await createSession(owner.client, { sourceSlug: "container-root", id: "c", agentId: agent.id })).status).toBe(201);
+    expect(scratchDirs(world.config.dataDir)).toHaveLength(3);
+  });
+
+  test("every agent has its own namespace; an agent the caller cannot use answers exactly like a missing session", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const other = await world.signedIn(project, "member");
+    const mine = world.agent(project, owner.user);
+    const theirs = world.agent(project, other.user);
+    expect((await createSession(owner.client, { sourceSlug: "container-root", id: "s", agentId: mine.id })).status).toBe(201);
+    expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions).toEqual([]);
+    expect((await owner.client.get(`${TERMINAL}/sessions?agentId=${mine.id}`)).body.sessions).toHaveLength(1);
+    const missing = await owner.client.get(`${TERMINAL}/sessions/nope/read?agentId=${mine.id}`);
+    const unusable = await owner.client.get(`${TERMINAL}/sessions/nope/read?agentId=${theirs.id}`);
+    const unknown = await owner.client.get(`${TERMINAL}/sessions/nope/read?agentId=no-such-agent`);
+    expect(missing.status).toBe(404);
+    expect(unusable.body).toEqual(missing.body);
+    expect(unknown.body).toEqual(missing.body);
+    const create = await createSession(owner.client, { sourceSlug: "container-root", id: "t", agentId: theirs.id });
+    expect(create.status).toBe(404);
+  });
+
+  test("users never see each other's sessions; scope=project is for terminal.supervise holders", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    const agent = world.agent(project, owner.user);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "mine" });
+    await createSession(owner.client, { sourceSlug: "container-root", id: "agents", agentId: agent.id });
+    expect((await member.client.get(`${TERMINAL}/sessions`)).body.sessions).toEqual([]);
+    expect((await member.client.get(`${TERMINAL}/sessions/mine/read`)).status).toBe(404);
+    expect((await member.client.get(`${TERMINAL}/sessions/mine/read?userId=${owner.user.id}`)).status).toBe(404);
+    expect((await member.client.delete(`${TERMINAL}/sessions/mine?userId=${owner.user.id}`)).status).toBe(404);
+    expect((await member.client.get(`${TERMINAL}/sessions?scope=project`)).status).toBe(403);
+    const all = await admin.client.get(`${TERMINAL}/sessions?scope=project`);
+    expect(all.body.sessions.map((s: any) => [s.id, s.userId, s.agentId, s.sourceSlug]).sort()).toEqual([
+      ["agents", owner.user.id, agent.id, "container-root"],
+      ["mine", owner.user.id, null, "container-root"],
+    ]);
+    // The supervisor terminates with the full identity.
+    expect((await admin.client.delete(`${TERMINAL}/sessions/agents?userId=${owner.user.id}&agentId=${agent.id}`)).status).toBe(200);
+    expect((await owner.client.get(`${TERMINAL}/sessions?agentId=${agent.id}`)).body.sessions).toEqual([]);
+    const audit = world.platform.audit.query({ projectId: project.id, action: "terminal.terminate" });
+    expect(audit[0]).toMatchObject({ userId: admin.user.id, agentId: agent.id, target: "agents", detail: { sessionUserId: owner.user.id } });
+  });
+
+  test("sensitive variables never reach the session; the create body adds variables but cannot re-add a stripped one", async () => {
+    process.env.HATCH_TEST_API_TOKEN = "tok-should-not-leak";
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    const created = await createSession(owner.client, { sourceSlug: "container-root", id: "env", env: { GREETING: "hello-env", AWS_SECRET_ACCESS_KEY: "nope", TMPDIR: "/tmp" } });
+    expect(created.status).toBe(201);
+    const result = await owner.client.post(`${TERMINAL}/sessions/env/exec`, { command: "env" });
+    delete process.env.HATCH_TEST_API_TOKEN;
+    expect(result.status).toBe(200);
+    const env = result.body.output as string;
+    expect(env).toContain("GREETING=hello-env");
+    expect(env).not.toContain("tok-should-not-leak");
+    expect(env).not.toContain("AWS_SECRET_ACCESS_KEY");
+    expect(env).not.toContain("HATCH_SECRET_KEY");
+    for (const name of ["TMPDIR", "TMP", "TEMP", "CLAUDE_CODE_TMPDIR"]) expect(env).toMatch(new RegExp(`^${name}=${world.config.dataDir}/scratch/`, "m"));
+  });
+
+  test("resize updates the PTY at once", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "r" });
+    expect((await owner.client.post(`${TERMINAL}/sessions/r/resize`, { cols: 132, rows: 43 })).status).toBe(200);
+    expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions[0]).toMatchObject({ cols: 132, rows: 43 });
+    expect((await owner.client.post(`${TERMINAL}/sessions/r/resize`, { cols: 0, rows: 43 })).status).toBe(400);
+    expect((await owner.client.post(`${TERMINAL}/sessions/nope/resize`, { cols: 80, rows: 24 })).status).toBe(404);
+  });
+});
+
+describe("exec", () => {
+  test("runs in the session's working directory, returns ANSI-stripped output, capped by Terminal: Exec Output Cap", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "x", cwd: "/usr" });
+    const pwd = await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "pwd; printf '\\033[31mred\\033[0m\\n'" });
+    expect(pwd.body).toMatchObject({ exitCode: 0, output: "/usr\nred\n", truncated: false, timedOut: false });
+    world.platform.settings.set("terminalExecOutputCapBytes", 1024);
+    const big = await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "head -c 100000 /dev/zero | tr '\\0' a" });
+    expect(big.body.output).toHaveLength(1024);
+    expect(big.body.truncated).toBe(true);
+  });
+
+  test("a command past its timeout is killed with its whole process group", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "t" });
+    const marker = join(world.config.dataDir, "grandchild-survived");
+    const result = await owner.client.post(`${TERMINAL}/sessions/t/exec`, { command: `(sleep 3; touch ${marker}) & sleep 30`, timeoutSeconds: 1 });
+    expect(result.body).toMatchObject({ exitCode: null, timedOut: true });
+    // Had the group survived, the background child would create the marker after 3 s.
+    const check = await owner.client.post(`${TERMINAL}/sessions/t/exec`, { command: `sleep 3.5; test -e ${marker} && echo survived || echo killed` });
+    expect(check.body.output.trim()).toBe("killed");
+  });
+
+  test("a missing session is refused; a caller without core.execute gets 403", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const admin = await world.signedIn(project, "admin");
+    expect((await owner.client.post(`${TERMINAL}/sessions/none/exec`, { command: "true" })).status).toBe(404);
+    await createSession(admin.client, { sourceSlug: "container-root", id: "a" });
+    expect((await admin.client.post(`${TERMINAL}/sessions/a/exec`, { command: "true" })).status).toBe(403);
+    expect((await owner.client.post(`${TERMINAL}/sessions/none/exec`, {})).status).toBe(400);
+  });
+});
+
+describe("local sources", () => {
+  test("a session on a local source starts at the source root", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "docs");
+    const created = await createSession(member.client, { sourceSlug: "docs", id: "d" });
+    expect(created.status).toBe(201);
+    expect(created.body.cwd).toBe(source.root);
+    const pwd = await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: "pwd" });
+    expect(pwd.body.output.trim()).toBe(source.root);
+  });
+});

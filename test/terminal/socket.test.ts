@@ -1,0 +1,168 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync } from "node:fs";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { attached, createSession, openTerminal, runAndSee } from "../helpers/terminal.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { startWorld } from "../helpers/world.ts";
+
+describe("the terminal WebSocket", () => {
+  test("a first connection gets a snapshot, typing echoes, and attach and detach are audited", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    expect(terminal.controls.find((c) => c.type === "snapshot")).toMatchObject({ cols: 80, rows: 24, fullScreen: false, offset: expect.any(Number) });
+    expect(terminal.controls.find((c) => c.type === "lease")).toMatchObject({ you: true, userId: owner.user.id });
+    await runAndSee(terminal, "echo hello-$((6*7))", "hello-42");
+    terminal.close();
+    await terminal.closed;
+    const entries = await waitFor(() => {
+      const found = world.platform.audit.query({ projectId: project.id, action: "terminal.session" });
+      return found.length === 2 ? found : null;
+    }, "attach and detach audit entries");
+    expect(entries.map((e) => [e.detail!.event, e.userId, e.target])).toEqual([
+      ["detach", owner.user.id, "s"],
+      ["attach", owner.user.id, "s"],
+    ]);
+  });
+
+  test("a reconnect after missed output gets exactly the missed bytes", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const first = await attached(world, owner, "s");
+    await runAndSee(first, "echo first-$((1+1))", "first-2");
+    // Output that arrives after the view has gone.
+    first.type("sleep 0.3; echo missed-$((2+3))\r");
+    await first.sees("sleep 0.3");
+    const offset = first.offset;
+    first.close();
+    await first.closed;
+    const read = () => owner.client.get("/api/packages/agent/terminal/sessions/s/read");
+    await waitFor(async () => (await read()).body.lines.some((l: string) => l === "missed-5"), "output produced while detached");
+    const again = await openTerminal(world, owner, "s", { since: offset });
+    const replay = await again.control("replay");
+    await again.sees("missed-5");
+    expect(replay.from).toBe(offset);
+    expect(again.controls.some((c) => c.type === "snapshot")).toBe(false);
+    // Exactly the bytes from the offset on: nothing seen before it, everything after it.
+    expect(again.output).not.toContain("first-2");
+    expect(again.output).not.toContain("sleep 0.3");
+    expect(again.offset).toBe(replay.to);
+  });
+
+  test("a reconnect during a full-screen program gets a snapshot that renders it", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "fs" });
+    const first = await attached(world, owner, "fs");
+    // A tiny full-screen program: switch to the alternate screen, draw, wait.
+    first.type(`printf '\\033[?1049h\\033[2J\\033[5;10HFULL-SCREEN-APP'; sleep 30\r`);
+    await first.control("fullScreen", (c) => c.active === true);
+    const offset = first.offset;
+    first.close();
+    await first.closed;
+    const again = await openTerminal(world, owner, "fs", { since: offset });
+    const snapshot = await again.control("snapshot");
+    expect(snapshot.fullScreen).toBe(true);
+    expect(snapshot.data).toContain("FULL-SCREEN-APP");
+    expect(snapshot.data).toContain("\x1b[?1049h");
+    expect(again.controls.some((c) => c.type === "replay")).toBe(false);
+  });
+
+  test("an observer cannot type; take control moves the lease and every view learns who holds it", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const first = await attached(world, owner, "s");
+    const second = await attached(world, owner, "s");
+    expect(second.controls.find((c) => c.type === "lease")).toMatchObject({ you: false });
+    const marker = join(world.tempDir("marker"), "observer-typed");
+    second.type(`touch ${marker}\r`);
+    await runAndSee(first, "echo still-$((3*3))", "still-9");
+    expect(existsSync(marker)).toBe(false);
+    second.send({ type: "takeControl" });
+    await second.control("lease", (c) => c.you === true);
+    await first.control("lease", (c) => c.you === false && c.viewId !== null);
+    await runAndSee(second, "echo taken-$((4*4))", "taken-16");
+    first.type(`touch ${marker}\r`);
+    await runAndSee(second, "echo after-$((5*5))", "after-25");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("a connection without core.execute gets readOnly and every keystroke and resize is dropped", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    world.platform.roles.grant(project.id, "viewer", "terminal.read");
+    const viewer = await world.signedIn(project, "viewer");
+    const agent = world.agent(project, viewer.user, { shared: true });
+    // The viewer watches a session in their own namespace that the owner cannot type into either: create it as the viewer.
+    const created = await createSession(viewer.client, { sourceSlug: "container-root", id: "v" });
+    expect(created.status).toBe(403);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "w", agentId: agent.id });
+    world.platform.roles.grant(project.id, "viewer", "terminal.supervise");
+    const watching = await attached(world, viewer, "w", { userId: owner.user.id, agentId: agent.id });
+    await watching.control("readOnly");
+    const marker = join(world.tempDir("marker"), "viewer-typed");
+    watching.type(`touch ${marker}\r`);
+    watching.send({ type: "resize", cols: 40, rows: 10 });
+    const ownerView = await attached(world, owner, "w", { agentId: agent.id });
+    await runAndSee(ownerView, "stty size; echo size-$((2+2))", "size-4");
+    expect(ownerView.output).toContain("24 80");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("the lease holder's resize reaches the program at once", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    terminal.send({ type: "resize", cols: 120, rows: 40 });
+    await terminal.control("resize", (c) => c.cols === 120);
+    await runAndSee(terminal, "stty size; echo sized-$((1+1))", "sized-2");
+    expect(terminal.output).toContain("40 120");
+  });
+
+  test("no cookie, a bad cookie and a role without the terminal are closed with 4401", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const viewer = await world.signedIn(project, "viewer");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    expect(await (await openTerminal(world, null, "s")).closed).toBe(4401);
+    const forged = world.anonymous();
+    forged.cookies.set("hatch_session", "forged-value");
+    expect(await (await openTerminal(world, { user: owner.user, client: forged }, "s")).closed).toBe(4401);
+    expect(await (await openTerminal(world, viewer, "s")).closed).toBe(4401);
+    // Authenticated, but no such session in the caller's scope.
+    expect(await (await openTerminal(world, owner, "missing")).closed).toBe(4404);
+  });
+
+  test("a malformed upgrade has its socket destroyed with no handshake and no close code", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const port = Number(new URL(world.hatch.companionUrl).port);
+    // Resolves with the first bytes the server sends, or "" when it closes without a word.
+    const raw = (request: string) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(port, "127.0.0.1", () => socket.write(request));
+        socket.on("data", (d) => {
+          resolve(d.toString());
+          socket.destroy();
+        });
+        socket.on("close", () => resolve(""));
+      });
+    const upgrade = (path: string, host: string) =>
+      `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nCookie: ${owner.client.cookieHeader}\r\n\r\n`;
+    expect(await raw(upgrade("/ws/terminal/s", "bad host\\name"))).toBe("");
+    expect(await raw(upgrade("/ws/terminal/%73", "127.0.0.1"))).toBe("");
+    expect(await raw(upgrade("/ws/terminal/missing%2F..", "127.0.0.1"))).toBe("");
+    // The same request, well formed, gets a handshake: the refusal above was about form alone.
+    expect(await raw(upgrade("/ws/terminal/s", "127.0.0.1"))).toStartWith("HTTP/1.1 101");
+  });
+});

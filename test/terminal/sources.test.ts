@@ -1,0 +1,195 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
+import { startWorld } from "../helpers/world.ts";
+
+describe("GET /terminal/sources", () => {
+  test("a member sees exactly the tabs the specification says, with reasons and badges", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const store = world.hatch.terminal.sources;
+    localSource(world, project, "docs", { member: "rwx" });
+    localSource(world, project, "readonly", { member: "rx" });
+    localSource(world, project, "noexec", { member: "rw" });
+    const disabled = localSource(world, project, "off", { member: "rwx" });
+    store.setEnabled(project.id, disabled.slug, false);
+    const stopped = localSource(world, project, "stopped", { member: "rwx" });
+    store.setRunning(project.id, stopped.slug, false);
+    localSource(world, project, "hidden", { admin: "rwx" });
+    store.add(project.id, { slug: "brain", kind: "brain" });
+    store.add(project.id, { slug: "desk", kind: "webtop" });
+    store.add(project.id, { slug: "host", kind: "host", root: "/srv" });
+
+    const listing = await member.client.get(`${TERMINAL}/sources`);
+    expect(listing.status).toBe(200);
+    const bySlug = Object.fromEntries(listing.body.sources.map((s: any) => [s.slug, s]));
+    expect(Object.keys(bySlug).sort()).toEqual(["docs", "noexec", "off", "readonly", "stopped"]);
+    expect(bySlug.docs).toMatchObject({ selectable: true, readOnly: false, kind: "local" });
+    expect(bySlug.docs.reason).toBeUndefined();
+    expect(bySlug.readonly).toMatchObject({ selectable: true, readOnly: true });
+    expect(bySlug.noexec).toMatchObject({ selectable: false, reason: expect.stringContaining("not allow running commands") });
+    expect(bySlug.off).toMatchObject({ selectable: false, reason: "The source is disabled" });
+    expect(bySlug.stopped).toMatchObject({ selectable: false, reason: "The source is not running" });
+    expect(listing.body.confinement).toMatch(/^landlock/);
+  });
+
+  test("Container Root appears only to terminal.container holders, labelled for bare metal or a container; host tabs need terminal.native and say why they cannot open", async () => {
+    await using world = await startWorld({ HATCH_IN_CONTAINER: "0" });
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    const member = await world.signedIn(project, "member");
+    world.hatch.terminal.sources.add(project.id, { slug: "host", kind: "host", root: "/srv" });
+    const adminTabs = (await admin.client.get(`${TERMINAL}/sources`)).body.sources;
+    expect(adminTabs.find((s: any) => s.slug === "container-root")).toMatchObject({ label: "Process Root (/)", selectable: true, cwd: "/" });
+    expect(adminTabs.find((s: any) => s.slug === "host")).toMatchObject({ selectable: false, unconfined: false, reason: expect.stringContaining("host broker") });
+    const memberTabs = (await member.client.get(`${TERMINAL}/sources`)).body.sources;
+    expect(memberTabs.map((s: any) => s.slug)).toEqual([]);
+    const hostCreate = await createSession(admin.client, { sourceSlug: "host" });
+    expect(hostCreate.status).toBe(503);
+    expect((await createSession(member.client, { sourceSlug: "host" })).status).toBe(403);
+
+    await using inContainer = await startWorld({ HATCH_IN_CONTAINER: "1" });
+    const other = await inContainer.signedIn(await inContainer.project(), "admin");
+    expect((await other.client.get(`${TERMINAL}/sources`)).body.sources[0]).toMatchObject({ slug: "container-root", label: "Container Root (/)" });
+  });
+
+  test("defaults are seeded at first attach for a source inside a deployment OS mount: owners and admins rwx, members read only; explicit entries win", async () => {
+    const mount = mkdtempSync(join(tmpdir(), "hatch-mount-"));
+    await using world = await startWorld({ HATCH_OS_MOUNTS: mount });
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const owner = await world.signedIn(project, "owner");
+    const store = world.hatch.terminal.sources;
+    mkdirSync(join(mount, "a"));
+    mkdirSync(join(mount, "b"));
+    store.add(project.id, { slug: "seeded", kind: "local", root: join(mount, "a") });
+    const explicit = store.add(project.id, { slug: "explicit", kind: "local", root: join(mount, "b") });
+    store.addRule(explicit, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
+    const memberTabs = Object.fromEntries((await member.client.get(`${TERMINAL}/sources`)).body.sources.map((s: any) => [s.slug, s]));
+    expect(memberTabs.seeded).toMatchObject({ selectable: false, readOnly: true });
+    expect(memberTabs.explicit).toMatchObject({ selectable: true, readOnly: true });
+    const ownerTabs = Object.fromEntries((await owner.client.get(`${TERMINAL}/sources`)).body.sources.map((s: any) => [s.slug, s]));
+    expect(ownerTabs.seeded).toMatchObject({ selectable: true, readOnly: false });
+    expect(store.rules(store.require(project.id, "seeded").id).map((r) => [r.subject, r.perms, r.seeded])).toEqual([
+      ["owner", "rwx", true],
+      ["admin", "rwx", true],
+      ["member", "r", true],
+    ]);
+  });
+});
+
+describe("create re-checks everything", () => {
+  test("exec denied is 403, a source the caller cannot see is 404, an unknown source is 404", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    localSource(world, project, "noexec", { member: "rw" });
+    localSource(world, project, "hidden", { admin: "rwx" });
+    const denied = await createSession(member.client, { sourceSlug: "noexec" });
+    expect(denied.status).toBe(403);
+    expect(denied.body.error.code).toBe("exec_denied");
+    const hidden = await createSession(member.client, { sourceSlug: "hidden" });
+    const unknown = await createSession(member.client, { sourceSlug: "nope" });
+    expect(hidden.status).toBe(404);
+    expect(hidden.body.error.code).toBe(unknown.body.error.code);
+    expect(world.hatch.terminal.sessions.count()).toBe(0);
+  });
+
+  test("a read-only tab cannot write anywhere but scratch; a writable one writes in its root only", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const ro = localSource(world, project, "ro", { member: "rx" });
+    const rw = localSource(world, project, "rw", { member: "rwx" });
+    expect((await createSession(member.client, { sourceSlug: "ro", id: "ro" })).body).toMatchObject({ readOnly: true });
+    const roTry = await member.client.post(`${TERMINAL}/sessions/ro/exec`, { command: `touch ${ro.root}/x 2>&1; touch $TMPDIR/y && echo scratch-ok` });
+    expect(roTry.body.output).toContain("scratch-ok");
+    expect(existsSync(join(ro.root, "x"))).toBe(false);
+    expect((await createSession(member.client, { sourceSlug: "rw", id: "rw" })).body).toMatchObject({ readOnly: false, cwd: rw.root });
+    const rwTry = await member.client.post(`${TERMINAL}/sessions/rw/exec`, { command: `touch ${rw.root}/x && echo wrote; touch ${ro.root}/z 2>/dev/null || echo denied` });
+    expect(rwTry.body.output).toBe("wrote\ndenied\n");
+    expect(existsSync(join(ro.root, "z"))).toBe(false);
+  });
+
+  test("a source whose rules differ by path is confined path by path; its tab is read-only only when nothing is writable", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "mixed", { member: "rx" });
+    mkdirSync(join(source.root, "out"));
+    mkdirSync(join(source.root, "secret"));
+    writeFileSync(join(source.root, "secret", "key.txt"), "top secret");
+    const store = world.hatch.terminal.sources;
+    store.addRule(source, { subjectKind: "role", subject: "member", path: "out", effect: "allow", perms: "rwx" });
+    store.addRule(source, { subjectKind: "role", subject: "member", path: "secret", effect: "deny", perms: "r" });
+    const created = await createSession(member.client, { sourceSlug: "mixed", id: "m" });
+    expect(created.body.readOnly).toBe(false);
+    const probe = await member.client.post(`${TERMINAL}/sessions/m/exec`, {
+      command: `touch out/ok && echo out-ok; touch top 2>/dev/null || echo top-denied; cat secret/key.txt 2>/dev/null || echo secret-denied`,
+    });
+    expect(probe.body.output).toBe("out-ok\ntop-denied\nsecret-denied\n");
+  });
+
+  test("a source tab carries no agent context: rules naming an agent never apply", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const agent = world.agent(project, member.user);
+    const source = localSource(world, project, "agenty", {});
+    world.hatch.terminal.sources.addRule(source, { subjectKind: "agent", subject: agent.id, effect: "allow", perms: "rwx" });
+    expect((await createSession(member.client, { sourceSlug: "agenty", agentId: agent.id })).status).toBe(404);
+    expect((await member.client.get(`${TERMINAL}/sources`)).body.sources).toEqual([]);
+  });
+
+  test("a root that is a symlink out of its source, or missing, is refused before spawn", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "linky", { member: "rx" });
+    const outside = mkdtempSync(join(tmpdir(), "hatch-outside-"));
+    symlinkSync(outside, join(source.root, "escape"));
+    world.hatch.terminal.sources.addRule(source, { subjectKind: "role", subject: "member", path: "escape", effect: "allow", perms: "rwx" });
+    const refused = await createSession(member.client, { sourceSlug: "linky" });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe("root_invalid");
+    expect(world.hatch.terminal.sessions.count()).toBe(0);
+  });
+
+  test("a holder of exec.unconfined gets the bare spawn", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    world.platform.roles.grant(project.id, "member", "exec.unconfined");
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "bare", { member: "rx" });
+    const created = await createSession(member.client, { sourceSlug: "bare", id: "b" });
+    expect(created.status).toBe(201);
+    const listed = (await member.client.get(`${TERMINAL}/sessions`)).body.sessions[0];
+    expect(listed.confinement).toBe("none");
+    const write = await member.client.post(`${TERMINAL}/sessions/b/exec`, { command: `touch ${source.root}/x && echo bare-write` });
+    expect(write.body.output).toContain("bare-write");
+  });
+});
+
+describe("reattach re-checks authority", () => {
+  test("when the source narrows after creation the session cannot be reopened but a supervisor still sees and terminates it", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    localSource(world, project, "docs", { member: "rwx" });
+    await createSession(member.client, { sourceSlug: "docs", id: "d" });
+    const first = await attached(world, member, "d");
+    await runAndSee(first, "echo confined-$((2+2))", "confined-4");
+    first.close();
+    await first.closed;
+    world.hatch.terminal.sources.setEnabled(project.id, "docs", false);
+    const refused = await openTerminal(world, member, "d");
+    expect(await refused.closed).toBe(4403);
+    const all = (await admin.client.get(`${TERMINAL}/sessions?scope=project`)).body.sessions;
+    expect(all.map((s: any) => s.id)).toEqual(["d"]);
+    expect((await admin.client.delete(`${TERMINAL}/sessions/d?userId=${member.user.id}`)).status).toBe(200);
+  });
+});
