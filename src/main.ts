@@ -4,13 +4,18 @@ import { createApp } from "./app.ts";
 import type { HatchConfig } from "./config.ts";
 import { openDatabase, type OpenDatabase } from "./db/index.ts";
 import { createPlatform, loadSecretKey, platformRoutes, type Platform } from "./platform/index.ts";
-import { startCompanionServer, terminalRoutes, type CompanionServer } from "./terminal/index.ts";
+import { cachedProbe } from "./confine/index.ts";
+import { createTerminalPart, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
+import { fireRoutes, triggerRoutes, WebhookTokens } from "./fire/index.ts";
+import { runRoutes, startWorkflowsPart, workflowRoutes, type WorkflowsPart } from "./workflows/index.ts";
 
 /** A running hatch: both servers, the platform, and one stop for all of it. */
 export interface Hatch {
   platform: Platform;
   /** The raw SQLite handle, for operators' tooling and tests that inspect storage. */
   sqlite: OpenDatabase["sqlite"];
+  terminal: TerminalPart;
+  workflows: WorkflowsPart;
   /** Base URL of the web host, e.g. http://127.0.0.1:3100 */
   url: string;
   /** Base URL of the companion server (terminal WebSocket). */
@@ -26,7 +31,7 @@ export const DATABASE_FILE = "hatch.db";
  * The composition root: config -> database -> platform -> parts -> app -> listen.
  * Everything is built here and passed down; nothing below reads the environment.
  */
-export async function startHatch(config: HatchConfig): Promise<Hatch> {
+export async function startHatch(config: HatchConfig, overrides: HatchOverrides = {}): Promise<Hatch> {
   mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
   const database = openDatabase(join(config.dataDir, DATABASE_FILE));
   const platform = createPlatform({
@@ -34,25 +39,55 @@ export async function startHatch(config: HatchConfig): Promise<Hatch> {
     secretKey: await loadSecretKey(config),
     sessionTtlMs: config.sessionTtlHours * 3600_000,
   });
+  const now = overrides.now ?? Date.now;
+  const terminal = createTerminalPart({
+    platform,
+    dataDir: config.dataDir,
+    inContainer: config.inContainer,
+    osMounts: config.osMounts,
+    shellOverride: config.shell,
+    ptyBackend: config.ptyBackend,
+    preferBwrap: config.confinement === "auto",
+    probe: await confinementProbe(),
+    baseEnv: overrides.baseEnv ?? process.env,
+    now,
+    reaperIntervalMs: overrides.reaperIntervalMs,
+  });
+  await terminal.start();
+  const workflows = startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv: process.env, now, ...overrides.workflows });
+  const fireTokens = new WebhookTokens(workflows.triggers);
   const app = createApp({
-    routes: [platformRoutes(platform), terminalRoutes({ platform, sessionCount: () => 0 })],
+    routes: [
+      platformRoutes(platform),
+      terminal.routes,
+      workflowRoutes({ platform, part: workflows }),
+      runRoutes({ platform, part: workflows }),
+      triggerRoutes({ platform, part: workflows, tokens: fireTokens }),
+      fireRoutes({ part: workflows, tokens: fireTokens, trustedProxies: config.trustedProxies, ratePerMinute: overrides.fireRatePerMinute, now }),
+    ],
   });
   const web = app.listen({ port: config.port, hostname: config.host });
   let companion: CompanionServer;
   try {
-    companion = await startCompanionServer({ port: config.companionPort, host: config.host });
+    companion = await startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade });
   } catch (error) {
+    await terminal.dispose();
+    await workflows[Symbol.asyncDispose]();
     await web.stop(true);
     database.close();
     throw error;
   }
   const stop = async () => {
+    await terminal.dispose();
+    await workflows[Symbol.asyncDispose]();
     await companion.close();
     await web.stop(true);
     database.close();
   };
   return {
     platform,
+    terminal,
+    workflows,
     sqlite: database.sqlite,
     url: `http://${displayHost(config.host)}:${web.server!.port}`,
     companionUrl: `http://${displayHost(config.host)}:${companion.port}`,
@@ -60,6 +95,21 @@ export async function startHatch(config: HatchConfig): Promise<Hatch> {
     [Symbol.asyncDispose]: stop,
   };
 }
+
+/** Test and embedding hooks: a clock, the reaper's interval, workflow and fire-endpoint tuning. */
+export interface HatchOverrides {
+  now?: () => number;
+  reaperIntervalMs?: number;
+  /** Workflow worker pool size and retry waits (defaults in src/workflows/workflows-part.ts). */
+  workflows?: { poolSize?: number; retryDelaysMs?: readonly number[] };
+  /** Fires per source address per minute at the fire endpoint (default 60; 0 disables). */
+  fireRatePerMinute?: number;
+  /** The environment sessions start from (default: this process's). */
+  baseEnv?: Record<string, string | undefined>;
+}
+
+/** The host's confinement facilities, probed once per process (a bwrap trial run costs ~10 ms). */
+const confinementProbe = cachedProbe();
 
 function displayHost(host: string): string {
   return host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;

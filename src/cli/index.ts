@@ -2,3 +2,4 @@
 export { adminCommands } from "./admin-commands.ts";
 export { UsageError, type Command, type CommandContext } from "./command.ts";
 export { EXIT, runCli, type CliIo } from "./run-cli.ts";
+export { workflowCommands } from "./workflow-commands.ts";

@@ -169,3 +169,106 @@ export const sourceRules = sqliteTable(
   },
   (t) => [index("source_rules_source").on(t.sourceId)],
 );
+
+/**
+ * Workflows of a project. `created_by` deliberately has no foreign key: a run
+ * executes as its creator, so a creator who is gone must make the run fail with
+ * a clear error on the row, not make the workflow silently vanish.
+ */
+export const workflows = sqliteTable(
+  "workflows",
+  {
+    id: text("id").primaryKey(),
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    name: text("name").notNull(),
+    instruction: text("instruction").notNull(),
+    runner: text("runner", { enum: ["command", "openai"] }).notNull(),
+    /** JSON of the runner's settings; never a secret value, only a secret's id. */
+    runnerConfig: text("runner_config").notNull(),
+    mode: text("mode", { enum: ["one-thread", "fresh"] }).notNull(),
+    status: text("status", { enum: ["active", "paused", "archived", "awaiting-template-upgrade"] }).notNull(),
+    /** `manual` or a cron expression. */
+    schedule: text("schedule").notNull(),
+    announce: integer("announce", { mode: "boolean" }).notNull().default(false),
+    templateId: text("template_id"),
+    templateVersion: integer("template_version"),
+    createdBy: text("created_by").notNull(),
+    createdAt: createdAt(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [index("workflows_project").on(t.projectId)],
+);
+
+/** Webhook triggers (a salted hash of the fire token, never the token) and system-managed message triggers. */
+export const workflowTriggers = sqliteTable(
+  "workflow_triggers",
+  {
+    id: text("id").primaryKey(),
+    workflowId: text("workflow_id").notNull().references(() => workflows.id, { onDelete: "cascade" }),
+    kind: text("kind", { enum: ["webhook", "message"] }).notNull(),
+    tokenSalt: text("token_salt"),
+    tokenHash: text("token_hash"),
+    /** The token's first characters, to tell tokens apart; far too short to guess with. */
+    tokenHint: text("token_hint"),
+    /** The channel binding that owns a message trigger. */
+    bindingId: text("binding_id"),
+    createdAt: createdAt(),
+    rotatedAt: integer("rotated_at"),
+    revokedAt: integer("revoked_at"),
+  },
+  (t) => [index("workflow_triggers_workflow").on(t.workflowId), uniqueIndex("workflow_triggers_binding").on(t.bindingId)],
+);
+
+/**
+ * One row per fire that was accepted. It is written on the fire endpoint's
+ * path, so it carries only the index every read needs (bench/fire.ts): ids are
+ * time-ordered, `project_id` is a copy of the workflow's (the workflow's foreign
+ * key already cascades), and `trigger_id` has no foreign key (a run outlives its trigger).
+ */
+export const workflowRuns = sqliteTable(
+  "workflow_runs",
+  {
+    id: text("id").primaryKey(),
+    workflowId: text("workflow_id").notNull().references(() => workflows.id, { onDelete: "cascade" }),
+    projectId: text("project_id").notNull(),
+    /** 1, 2, 3... per workflow: the order of a thread's turns. */
+    number: integer("number").notNull(),
+    triggerId: text("trigger_id"),
+    triggerKind: text("trigger_kind", { enum: ["webhook", "message", "schedule", "manual"] }).notNull(),
+    mode: text("mode", { enum: ["one-thread", "fresh"] }).notNull(),
+    status: text("status", { enum: ["queued", "waiting-retry", "running", "succeeded", "failed", "cancelled"] }).notNull(),
+    inputText: text("input_text"),
+    /** JSON of where the input came from; rendered into the source line. */
+    source: text("source").notNull(),
+    error: text("error"),
+    cancelled: text("cancelled", { enum: ["before-start", "while-working", "workflow-not-active"] }),
+    attempts: integer("attempts").notNull().default(0),
+    tokensUsed: integer("tokens_used").notNull().default(0),
+    queuedAt: integer("queued_at").notNull(),
+    startedAt: integer("started_at"),
+    finishedAt: integer("finished_at"),
+    retryAt: integer("retry_at"),
+  },
+  (t) => [uniqueIndex("workflow_runs_number").on(t.workflowId, t.number)],
+);
+
+/** The events a run produced, in order. */
+export const workflowRunEvents = sqliteTable(
+  "workflow_run_events",
+  {
+    runId: text("run_id").notNull().references(() => workflowRuns.id, { onDelete: "cascade" }),
+    seq: integer("seq").notNull(),
+    type: text("type", { enum: ["note", "answer", "handoff", "background", "error"] }).notNull(),
+    text: text("text").notNull(),
+    at: integer("at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.runId, t.seq] })],
+);
+
+/** Per-project spend limits that govern every fire; absent rows mean the defaults. */
+export const workflowSpendLimits = sqliteTable("workflow_spend_limits", {
+  projectId: text("project_id").primaryKey().references(() => projects.id, { onDelete: "cascade" }),
+  runsPerDay: integer("runs_per_day").notNull(),
+  tokensPerDay: integer("tokens_per_day").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});

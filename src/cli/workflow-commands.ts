@@ -1,0 +1,127 @@
+import { WebhookTokens } from "../fire/index.ts";
+import type { Platform } from "../platform/index.ts";
+import { createWorkflowStores, WORKFLOW_MODES, type Run, type Workflow, type WorkflowMode } from "../workflows/index.ts";
+import { str, UsageError, type Command } from "./command.ts";
+
+/** Runs `workflow runs` shows unless --limit says otherwise. */
+const DEFAULT_RUNS_SHOWN = 20;
+
+function stores(platform: Platform) {
+  return createWorkflowStores(platform.db);
+}
+
+function requireWorkflow(platform: Platform, id: string): Workflow {
+  const workflow = stores(platform).workflows.get(id);
+  if (!workflow) throw new UsageError(`no workflow "${id}"`);
+  return workflow;
+}
+
+function mode(value: string | boolean | undefined): WorkflowMode | undefined {
+  if (value === undefined) return undefined;
+  if (!WORKFLOW_MODES.includes(value as WorkflowMode)) throw new UsageError(`--mode must be one of ${WORKFLOW_MODES.join(", ")}`);
+  return value as WorkflowMode;
+}
+
+function timeout(value: string | boolean | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = Number(value);
+  if (!Number.isInteger(seconds)) throw new UsageError("--timeout must be a whole number of seconds");
+  return seconds;
+}
+
+/** One run as a line: number, status, trigger, then its answers or its error. */
+function runLine(run: Run): string {
+  const answers = run.events.filter((e) => e.type === "answer").map((e) => JSON.stringify(e.text));
+  const outcome = run.status === "failed" ? `error: ${run.error}` : run.cancelled ? `cancelled ${run.cancelled}` : answers.join(" ");
+  return `#${run.number} ${run.status} (${run.trigger.kind}) ${run.id}${outcome ? `  ${outcome}` : ""}`;
+}
+
+/** `hatch workflow ...`: add, list, rotate a fire token, read runs. */
+export const workflowCommands: Command[] = [
+  {
+    path: ["workflow", "add"],
+    summary: "Create a command workflow that runs as OWNER (a member of the project)",
+    options: {
+      project: { type: "string", required: true, description: "project slug" },
+      owner: { type: "string", required: true, description: "creator's email: runs execute as them" },
+      name: { type: "string", required: true, description: "workflow name" },
+      command: { type: "string", required: true, description: "shell command; the prompt arrives on stdin" },
+      mode: { type: "string", description: "one-thread (default) or fresh" },
+      instruction: { type: "string", description: "instruction placed before the untrusted input" },
+      timeout: { type: "string", description: "command timeout in seconds (default 120)" },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const project = platform.projects.requireBySlug(str(v, "project"));
+      const owner = platform.users.requireByEmail(str(v, "owner"));
+      if (!platform.projects.roleOf(project.id, owner.id)) throw new UsageError(`${owner.email} is not a member of ${project.slug}`);
+      const workflow = stores(platform).workflows.create({
+        projectId: project.id,
+        createdBy: owner.id,
+        name: str(v, "name"),
+        instruction: typeof v.instruction === "string" ? v.instruction : undefined,
+        runner: { kind: "command", command: str(v, "command"), timeoutSeconds: timeout(v.timeout) },
+        mode: mode(v.mode),
+      });
+      platform.audit.write({ action: "workflow.add", userId: owner.id, projectId: project.id, target: workflow.id, detail: { name: workflow.name, runner: "command", via: "cli" } });
+      return workflow;
+    },
+    human: (r) => {
+      const w = r as Workflow;
+      return `created workflow ${w.name} (${w.id}), ${w.mode}, ${w.status}\nissue its fire token with: hatch workflow token rotate --workflow ${w.id}`;
+    },
+  },
+  {
+    path: ["workflow", "list"],
+    summary: "List a project's workflows",
+    options: { project: { type: "string", required: true, description: "project slug" } },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      return stores(platform).workflows.list(platform.projects.requireBySlug(str(v, "project")).id);
+    },
+    human: (r) => (r as Workflow[]).map((w) => `${w.id}  ${w.name}  ${w.status}  ${w.mode}  ${w.schedule}  ${w.runner.kind}`).join("\n") || "(no workflows)",
+  },
+  {
+    path: ["workflow", "token", "rotate"],
+    summary: "Issue a new fire token (the old one stops at once); the first call creates the webhook trigger",
+    options: {
+      workflow: { type: "string", required: true, description: "workflow id" },
+      trigger: { type: "string", description: "webhook trigger id, when the workflow has several" },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const workflow = requireWorkflow(platform, str(v, "workflow"));
+      const { triggers } = stores(platform);
+      const live = triggers.list(workflow.id).filter((t) => t.kind === "webhook" && t.revokedAt === null);
+      const chosen = typeof v.trigger === "string" ? live.find((t) => t.id === v.trigger) : live.length <= 1 ? live[0] : undefined;
+      if (typeof v.trigger === "string" && !chosen) throw new UsageError(`no live webhook trigger "${v.trigger}" on ${workflow.id}`);
+      if (!chosen && live.length > 1) throw new UsageError(`${workflow.id} has ${live.length} webhook triggers: pick one with --trigger (${live.map((t) => t.id).join(", ")})`);
+      const tokens = new WebhookTokens(triggers);
+      const issued = chosen ? tokens.rotate(chosen.id) : tokens.issue(workflow.id);
+      platform.audit.write({ action: chosen ? "workflow.trigger.rotate" : "workflow.trigger.add", projectId: workflow.projectId, target: issued.trigger.id, detail: { workflowId: workflow.id, via: "cli" } });
+      const host = ["0.0.0.0", "::"].includes(ctx.config.host) ? "127.0.0.1" : ctx.config.host;
+      const fireUrl = `http://${host}:${ctx.config.port}/api/webhooks/workflow/${workflow.id}/fire`;
+      return { workflowId: workflow.id, triggerId: issued.trigger.id, token: issued.token, fireUrl };
+    },
+    human: (r) => {
+      const t = r as { token: string; fireUrl: string };
+      return `${t.token}\nThis token is shown once. Fire with:\n  curl -X POST -H "Authorization: Bearer ${t.token}" -H "Content-Type: application/json" -d '{"text":"hello"}' ${t.fireUrl}`;
+    },
+  },
+  {
+    path: ["workflow", "runs"],
+    summary: "Show a workflow's latest runs with status and answers",
+    options: {
+      workflow: { type: "string", required: true, description: "workflow id" },
+      limit: { type: "string", description: `how many (default ${DEFAULT_RUNS_SHOWN})` },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const workflow = requireWorkflow(platform, str(v, "workflow"));
+      const limit = v.limit === undefined ? DEFAULT_RUNS_SHOWN : Number(v.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw new UsageError("--limit must be 1 to 200");
+      return stores(platform).runs.list(workflow.id, { limit });
+    },
+    human: (r) => (r as Run[]).map(runLine).join("\n") || "(no runs)",
+  },
+];

@@ -1,0 +1,46 @@
+import { Elysia, t } from "elysia";
+import { conflict, notFound, SESSION_COOKIE, type Platform } from "../platform/index.ts";
+import { manageableWorkflow, type WorkflowsPart } from "../workflows/index.ts";
+import type { WebhookTokens } from "./webhook-tokens.ts";
+
+/**
+ * Webhook triggers of a workflow under /api/workflows/<id>/triggers: create
+ * (201, the token shown once), rotate (a new token; the old one stops at once),
+ * revoke. Message triggers belong to channel bindings and are refused here.
+ */
+export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart; tokens: WebhookTokens }) {
+  const { platform, part, tokens } = options;
+
+  const liveTrigger = (workflowId: string, triggerId: string) => {
+    const trigger = part.triggers.get(triggerId);
+    if (!trigger || trigger.workflowId !== workflowId || trigger.revokedAt !== null) throw notFound("trigger_not_found", `Cannot find trigger "${triggerId}"`);
+    if (trigger.kind === "message") throw conflict("trigger_system_managed", "A message trigger belongs to its channel binding: delete the binding instead");
+    return trigger;
+  };
+
+  return new Elysia({ name: "workflow-trigger-routes", prefix: "/api/workflows" })
+    .derive(({ cookie }) => ({ sessionToken: cookie[SESSION_COOKIE]?.value as string | undefined }))
+    .post(
+      "/:id/triggers",
+      async ({ params, sessionToken, set }) => {
+        const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+        const issued = tokens.issue(workflow.id);
+        platform.audit.write({ action: "workflow.trigger.add", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id, kind: "webhook" } });
+        set.status = 201;
+        return issued;
+      },
+      { body: t.Object({ kind: t.Literal("webhook") }) },
+    )
+    .post("/:id/triggers/:triggerId/rotate", async ({ params, sessionToken }) => {
+      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      const issued = tokens.rotate(liveTrigger(workflow.id, params.triggerId).id);
+      platform.audit.write({ action: "workflow.trigger.rotate", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id } });
+      return issued;
+    })
+    .delete("/:id/triggers/:triggerId", async ({ params, sessionToken }) => {
+      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      const trigger = part.triggers.revoke(liveTrigger(workflow.id, params.triggerId).id);
+      platform.audit.write({ action: "workflow.trigger.revoke", userId: caller.user.id, projectId: caller.project.id, target: trigger.id, detail: { workflowId: workflow.id } });
+      return { trigger };
+    });
+}

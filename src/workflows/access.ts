@@ -1,0 +1,54 @@
+import { can, FEATURES, forbidden, hasFeature, notFound, type Platform, type ProjectCaller, type User } from "../platform/index.ts";
+import type { Workflow } from "./workflow.ts";
+
+/**
+ * The feature a workflow's creator needs for its runs: both runners do work on
+ * the project's behalf (a command on the server, or model spend), which is what
+ * `core.execute` grants to members.
+ */
+export const RUN_FEATURE = FEATURES.coreExecute;
+
+/** Whether the caller manages every workflow of the project (owners, admins: `workflows.manage`). */
+export function managesAll(caller: ProjectCaller): boolean {
+  return can(caller, FEATURES.workflowsManage);
+}
+
+/** 403 unless the caller may manage at least their own workflows. */
+export function requireWorkflowAccess(caller: ProjectCaller): void {
+  if (!managesAll(caller) && !can(caller, RUN_FEATURE)) {
+    throw forbidden("feature_required", `Managing workflows needs the feature "${RUN_FEATURE}" (own) or "${FEATURES.workflowsManage}" (all)`);
+  }
+}
+
+/** 403 unless the caller may create a workflow: its runs will execute as them, so they need what runs need. */
+export function requireCreateAccess(caller: ProjectCaller): void {
+  if (!can(caller, RUN_FEATURE)) throw forbidden("feature_required", `Creating a workflow needs the feature "${RUN_FEATURE}": its runs execute as you`);
+}
+
+/** 404, exactly like an unknown workflow, unless the caller manages this one (their own, or all). */
+export function requireManageable(caller: ProjectCaller, workflow: Workflow): Workflow {
+  requireWorkflowAccess(caller);
+  const own = workflow.createdBy === caller.user.id && can(caller, RUN_FEATURE);
+  if (workflow.projectId !== caller.project.id || !(own || managesAll(caller))) {
+    throw notFound("workflow_not_found", `Cannot find workflow "${workflow.id}"`);
+  }
+  return workflow;
+}
+
+/** Who a run executes as, resolved when it starts; or why it cannot run. */
+export type RunAs = { ok: true; user: User; role: string } | { ok: false; error: string };
+
+/**
+ * Re-resolve the creator's membership, role and features at run time, so a
+ * removed member or a revoked grant stops their workflows at the next run.
+ */
+export function resolveRunAs(platform: Pick<Platform, "users" | "projects" | "roles">, workflow: Workflow): RunAs {
+  const user = platform.users.get(workflow.createdBy);
+  if (!user) return { ok: false, error: `The workflow's creator (user "${workflow.createdBy}") no longer exists` };
+  const role = platform.projects.roleOf(workflow.projectId, user.id);
+  if (!role) return { ok: false, error: `The workflow's creator "${user.email}" is no longer a member of the project` };
+  if (!hasFeature(platform.roles.featuresOf(workflow.projectId, role), RUN_FEATURE)) {
+    return { ok: false, error: `The workflow's creator "${user.email}" (role "${role}") lacks the feature "${RUN_FEATURE}" the ${workflow.runner.kind} runner needs` };
+  }
+  return { ok: true, user, role };
+}

@@ -1,0 +1,69 @@
+import { RUN_EVENT_TYPES, type RunEvent } from "./runner.ts";
+
+const EVENT_TYPES: ReadonlySet<string> = new Set(RUN_EVENT_TYPES);
+
+/**
+ * Reads a runner command's stdout as it arrives. A line holding a JSON object
+ * with a known `type` (and a string `text`) is an event, emitted at once; every
+ * other line is plain text, which together makes the turn's one answer.
+ *
+ * @example
+ * const output = new CommandOutput((e) => events.push(e));
+ * output.push(bytes); output.end(); output.plainText(); // "hello"
+ */
+export class CommandOutput {
+  readonly #decoder = new TextDecoder();
+  #partial = "";
+  #plain: string[] = [];
+  #bytes = 0;
+
+  constructor(private readonly emit: (event: RunEvent) => void) {}
+
+  /** Bytes read so far (the runner caps them). */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Feed a chunk of stdout. */
+  push(chunk: Uint8Array): void {
+    this.#bytes += chunk.byteLength;
+    const lines = (this.#partial + this.#decoder.decode(chunk, { stream: true })).split("\n");
+    this.#partial = lines.pop()!;
+    for (const line of lines) this.#line(line);
+  }
+
+  /** Stdout closed: the last unterminated line counts too. */
+  end(): void {
+    const rest = this.#partial + this.#decoder.decode();
+    this.#partial = "";
+    if (rest) this.#line(rest);
+  }
+
+  /** The plain (non-event) lines, trimmed: the answer when non-empty. */
+  plainText(): string {
+    return this.#plain.join("\n").trim();
+  }
+
+  #line(line: string): void {
+    const event = parseEventLine(line);
+    if (event) this.emit(event);
+    else this.#plain.push(line.replace(/\r$/, ""));
+  }
+}
+
+/** The event a line declares, or null when the line is plain text. */
+export function parseEventLine(line: string): RunEvent | null {
+  const trimmed = line.trim();
+  if (!trimmed.startsWith("{")) return null;
+  let value: unknown;
+  try {
+    value = JSON.parse(trimmed);
+  } catch {
+    return null;
+  }
+  if (!value || typeof value !== "object" || Array.isArray(value)) return null;
+  const { type, text } = value as { type?: unknown; text?: unknown };
+  if (typeof type !== "string" || !EVENT_TYPES.has(type)) return null;
+  if (text !== undefined && typeof text !== "string") return null;
+  return { type: type as RunEvent["type"], text: text ?? "" };
+}

@@ -1,0 +1,117 @@
+import { mkdirSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { join } from "node:path";
+import { CommandOutput } from "./command-output.ts";
+import { renderDocument } from "./prompt.ts";
+import { RunnerFailedError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
+import { runnerEnvironment } from "./runner-environment.ts";
+import type { RunnerCommandSpawner, RunnerProcess } from "./spawn-runner-command.ts";
+import type { CommandRunnerSettings } from "./workflow.ts";
+
+/** Stdout a turn may write: a chat answer is kilobytes; a megabyte means a runaway loop. */
+export const MAX_COMMAND_OUTPUT_BYTES = 1024 * 1024;
+/** Stderr kept for the error on the run row: the end of it says what went wrong. */
+const STDERR_TAIL_BYTES = 2048;
+/** After killing the group, how long pipes may take to close before we stop reading (a grandchild that left the group can hold them). */
+const PIPE_DRAIN_MS = 1000;
+
+/** Collaborators of the command runner. */
+export interface CommandRunnerOptions {
+  /** The one spawn seam (confinement replaces it). */
+  spawn: RunnerCommandSpawner;
+  /** The server's environment before sensitive names are stripped. */
+  baseEnv: Record<string, string | undefined>;
+  /** Where each run gets a private scratch dir, removed when the run ends. */
+  scratchRoot: string;
+}
+
+/**
+ * The embedded default runner: runs the workflow's command in a scratch dir with
+ * the prompt (instruction, earlier turns, delimited untrusted input) on stdin.
+ * Plain stdout is one `answer`; JSON lines with a `type` are events. The whole
+ * process group is killed at the timeout or on cancel.
+ */
+export class CommandRunner implements Runner<CommandRunnerSettings> {
+  constructor(private readonly options: CommandRunnerOptions) {
+    mkdirSync(options.scratchRoot, { recursive: true, mode: 0o700 });
+  }
+
+  /** Run one turn (see the class). */
+  async run(request: RunnerRequest<CommandRunnerSettings>): Promise<RunnerResult> {
+    const scratch = await mkdtemp(join(this.options.scratchRoot, "run-"));
+    try {
+      const env = runnerEnvironment(this.options.baseEnv, { scratch, runId: request.runId, workflowId: request.workflow.id });
+      const child = this.options.spawn({ command: request.settings.command, cwd: scratch, env, stdin: renderDocument(request.prompt) });
+      const outcome = await supervise(child, request);
+      if (request.signal.aborted) return { tokensUsed: 0 };
+      if (outcome.problem) throw new RunnerFailedError(outcome.problem);
+      if (outcome.answer) request.emit({ type: "answer", text: outcome.answer });
+      return { tokensUsed: 0 };
+    } finally {
+      await rm(scratch, { recursive: true, force: true });
+    }
+  }
+}
+
+/** Read a child to its end under the timeout, the output cap and the cancel signal. */
+async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRunnerSettings>): Promise<{ problem?: string; answer?: string }> {
+  const seconds = request.settings.timeoutSeconds;
+  let problem: string | undefined;
+  const stop = (why?: string) => {
+    problem ??= why;
+    child.kill("SIGKILL");
+    setTimeout(() => stopReading.abort(), PIPE_DRAIN_MS).unref();
+  };
+  const stopReading = new AbortController();
+  const timer = setTimeout(() => stop(`The command timed out after ${seconds} s`), seconds * 1000);
+  const onAbort = () => stop();
+  request.signal.addEventListener("abort", onAbort, { once: true });
+  // A cancel that landed before the listener was added would otherwise leave the child to its timeout.
+  if (request.signal.aborted) onAbort();
+  const output = new CommandOutput(request.emit);
+  try {
+    const [, stderr, code] = await Promise.all([
+      readStream(child.stdout, stopReading.signal, (chunk) => {
+        output.push(chunk);
+        if (output.bytes > MAX_COMMAND_OUTPUT_BYTES) stop(`The command wrote more than ${MAX_COMMAND_OUTPUT_BYTES} bytes to stdout`);
+      }),
+      readTail(child.stderr, stopReading.signal),
+      child.exited,
+    ]);
+    output.end();
+    if (problem || request.signal.aborted) return { problem };
+    if (code !== 0) return { problem: `The command exited with code ${code}${stderr.trim() ? `: ${stderr.trim()}` : ""}` };
+    return { answer: output.plainText() };
+  } finally {
+    clearTimeout(timer);
+    request.signal.removeEventListener("abort", onAbort);
+  }
+}
+
+async function readStream(stream: ReadableStream<Uint8Array>, stop: AbortSignal, onChunk: (chunk: Uint8Array) => void): Promise<void> {
+  const reader = stream.getReader();
+  const cancel = () => void reader.cancel().catch(() => {});
+  stop.addEventListener("abort", cancel, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      onChunk(value);
+    }
+  } catch {
+    // Cancelled after a kill: what was read is all there is.
+  } finally {
+    stop.removeEventListener("abort", cancel);
+  }
+}
+
+async function readTail(stream: ReadableStream<Uint8Array>, stop: AbortSignal): Promise<string> {
+  let tail = new Uint8Array(0);
+  await readStream(stream, stop, (chunk) => {
+    const joined = new Uint8Array(tail.byteLength + chunk.byteLength);
+    joined.set(tail);
+    joined.set(chunk, tail.byteLength);
+    tail = joined.slice(Math.max(0, joined.byteLength - STDERR_TAIL_BYTES));
+  });
+  return new TextDecoder().decode(tail);
+}

@@ -1,0 +1,39 @@
+/**
+ * Workflows: the store, triggers, runs, runners, the bounded worker pool, the
+ * engine that fires and executes runs, the scheduler and the management routes.
+ *
+ * Hooks the channels part uses (see `WorkflowsPart`):
+ * - `engine.fireMessage({ bindingId, text, platform, peer, linkedUser, onUpdate })`
+ * - `bus.subscribe({ runId } | { workflowId }, listener)` for `RunUpdate`s
+ * - `triggers.addMessage(workflowId, bindingId)` / `triggers.removeMessage(bindingId)`
+ * - `workflows.get(id)?.announce` (the delivery policy, read at each answer)
+ */
+export { managesAll, requireManageable, requireWorkflowAccess, resolveRunAs, RUN_FEATURE, type RunAs } from "./access.ts";
+export { CommandRunner, MAX_COMMAND_OUTPUT_BYTES, type CommandRunnerOptions } from "./command-runner.ts";
+export { chatMessages, OpenAiRunner, type ChatMessage, type OpenAiRunnerOptions } from "./openai-runner.ts";
+export { buildPrompt, renderAnswers, renderDocument, renderInput, UNTRUSTED_NOTE, type Prompt, type ThreadTurn, type TurnInput } from "./prompt.ts";
+export { RunBus, type RunFilter, type RunListener, type RunOutcome, type RunRef, type RunUpdate } from "./run-bus.ts";
+export { runRoutes, MAX_RUNS_PAGE } from "./run-routes.ts";
+export { sourceLine, type RunSource } from "./run-source.ts";
+export { RUN_EVENT_TYPES, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
+export { isSensitiveName, runnerEnvironment } from "./runner-environment.ts";
+export { FINISHED_STATUSES, Runs, type CancelPhase, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
+export { manageableWorkflow, workflowRoutes, workflowView } from "./routes.ts";
+export { SCHEDULE_TIMEZONE, WorkflowScheduler } from "./scheduler.ts";
+export { RUNNER_SHELL, spawnRunnerCommand, type RunnerCommandSpawner, type RunnerCommandSpec, type RunnerProcess } from "./spawn-runner-command.ts";
+export { DEFAULT_SPEND_LIMIT, SPEND_LIMIT_REACHED, SpendLimits, type SpendLimit } from "./spend-limits.ts";
+export { CHANNEL_ASSISTANT, NO_REPLY, TEMPLATES, type WorkflowTemplate } from "./templates.ts";
+export { Triggers, type StoredTokenHash, type Trigger, type TriggerKind } from "./triggers.ts";
+export { MANUAL_SCHEDULE, WORKFLOW_MODES, WORKFLOW_STATUSES, type RunnerSettings, type Workflow, type WorkflowMode, type WorkflowStatus } from "./workflow.ts";
+export { checkFireText, MAX_FIRE_TEXT_LENGTH, WorkflowEngine, type FireRequest, type MessageFire } from "./workflow-engine.ts";
+export { Workflows, type NewWorkflow, type WorkflowPatch } from "./workflows.ts";
+export {
+  createWorkflowStores,
+  DEFAULT_POOL_SIZE,
+  DEFAULT_RETRY_DELAYS_MS,
+  startWorkflowsPart,
+  type WorkflowStores,
+  type WorkflowsPart,
+  type WorkflowsPartOptions,
+} from "./workflows-part.ts";
+export { WorkerPool, type PoolJob } from "./worker-pool.ts";

@@ -1,0 +1,156 @@
+import { Elysia, t } from "elysia";
+import { badRequest, conflict, requireProjectAdmin, SESSION_COOKIE, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { managesAll, requireCreateAccess, requireManageable, requireWorkflowAccess } from "./access.ts";
+import { TEMPLATES } from "./templates.ts";
+import type { Workflow } from "./workflow.ts";
+import type { WorkflowsPart } from "./workflows-part.ts";
+
+/** Collaborators of the workflow routes. */
+export interface WorkflowRoutesOptions {
+  platform: Platform;
+  part: WorkflowsPart;
+}
+
+const mode = t.Union([t.Literal("one-thread"), t.Literal("fresh")]);
+const runner = t.Union([
+  t.Object({ kind: t.Literal("command"), command: t.String({ maxLength: 4096 }), timeoutSeconds: t.Optional(t.Integer()) }),
+  t.Object({
+    kind: t.Literal("openai"),
+    baseUrl: t.String({ maxLength: 2048 }),
+    model: t.String({ maxLength: 200 }),
+    apiKeySecret: t.String({ maxLength: 128 }),
+    timeoutSeconds: t.Optional(t.Integer()),
+  }),
+]);
+
+/** A workflow with its triggers, as the routes answer it. */
+export function workflowView(part: WorkflowsPart, workflow: Workflow) {
+  return { ...workflow, triggers: part.triggers.list(workflow.id) };
+}
+
+/** Resolve the signed-in caller and the workflow they may manage, or 401/403/404. */
+export async function manageableWorkflow(platform: Platform, part: WorkflowsPart, token: string | undefined, id: string): Promise<{ caller: ProjectCaller; workflow: Workflow }> {
+  const caller = await platform.callers.resolveInProject(token);
+  return { caller, workflow: requireManageable(caller, part.workflows.require(caller.project.id, id)) };
+}
+
+/**
+ * The workflow management routes under /api/workflows: members holding
+ * `core.execute` manage the workflows they created; `workflows.manage` (owners,
+ * admins) manages every workflow of the project.
+ */
+export function workflowRoutes(options: WorkflowRoutesOptions) {
+  const { platform, part } = options;
+  const audit = (caller: ProjectCaller, action: string, target: string, detail?: Record<string, unknown>) =>
+    platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
+
+  return new Elysia({ name: "workflow-routes", prefix: "/api/workflows" })
+    .derive(({ cookie }) => ({ sessionToken: cookie[SESSION_COOKIE]?.value as string | undefined }))
+    .get("/", async ({ sessionToken }) => {
+      const caller = await platform.callers.resolveInProject(sessionToken);
+      requireWorkflowAccess(caller);
+      const list = part.workflows.list(caller.project.id, managesAll(caller) ? undefined : caller.user.id);
+      return { workflows: list.map((w) => workflowView(part, w)) };
+    })
+    .get("/templates", async ({ sessionToken }) => {
+      requireWorkflowAccess(await platform.callers.resolveInProject(sessionToken));
+      return { templates: [...TEMPLATES.values()] };
+    })
+    .post(
+      "/",
+      async ({ body, sessionToken, set }) => {
+        const caller = await platform.callers.resolveInProject(sessionToken);
+        requireCreateAccess(caller);
+        const template = body.template === undefined ? undefined : TEMPLATES.get(body.template);
+        if (body.template !== undefined && !template) throw badRequest("unknown_template", `Cannot install template "${body.template}": no such template`);
+        if (template && (body.instruction !== undefined || body.mode !== undefined || body.schedule !== undefined)) {
+          throw badRequest("template_fixed", `Cannot install template "${template.id}": it fixes the instruction, mode and schedule`);
+        }
+        const name = body.name ?? template?.name;
+        if (name === undefined) throw badRequest("invalid_name", 'Cannot save workflow: "name" is required');
+        const workflow = part.workflows.create({ ...body, name, template, projectId: caller.project.id, createdBy: caller.user.id });
+        part.changed(workflow.id);
+        audit(caller, "workflow.add", workflow.id, { name: workflow.name, runner: workflow.runner.kind, template: template?.id ?? null });
+        set.status = 201;
+        return workflowView(part, workflow);
+      },
+      {
+        body: t.Object({
+          name: t.Optional(t.String({ maxLength: 200 })),
+          instruction: t.Optional(t.String({ maxLength: 40_000 })),
+          runner,
+          mode: t.Optional(mode),
+          schedule: t.Optional(t.String({ maxLength: 200 })),
+          announce: t.Optional(t.Boolean()),
+          status: t.Optional(t.Union([t.Literal("active"), t.Literal("paused")])),
+          template: t.Optional(t.String({ maxLength: 100 })),
+        }),
+      },
+    )
+    .get("/spend-limit", async ({ sessionToken }) => {
+      const caller = await platform.callers.resolveInProject(sessionToken);
+      requireWorkflowAccess(caller);
+      return { ...part.limits.get(caller.project.id), used: part.limits.usage(caller.project.id) };
+    })
+    .put(
+      "/spend-limit",
+      async ({ body, sessionToken }) => {
+        const caller = await platform.callers.resolveInProject(sessionToken);
+        requireProjectAdmin(caller);
+        const limit = part.limits.set(caller.project.id, body);
+        audit(caller, "workflow.spend_limit", caller.project.id, { ...limit });
+        return { ...limit, used: part.limits.usage(caller.project.id) };
+      },
+      { body: t.Object({ runsPerDay: t.Integer(), tokensPerDay: t.Integer() }) },
+    )
+    .get("/:id", async ({ params, sessionToken }) => workflowView(part, (await manageableWorkflow(platform, part, sessionToken, params.id)).workflow))
+    .patch(
+      "/:id",
+      async ({ params, body, sessionToken }) => {
+        const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+        if (body.status === "active" && workflow.status === "awaiting-template-upgrade") {
+          throw conflict("template_upgrade_required", `Cannot activate workflow "${workflow.name}": accept its template upgrade first`);
+        }
+        const updated = part.workflows.update(workflow.id, body);
+        part.changed(workflow.id);
+        audit(caller, "workflow.update", workflow.id, { fields: Object.keys(body) });
+        return workflowView(part, updated);
+      },
+      {
+        body: t.Object({
+          name: t.Optional(t.String({ maxLength: 200 })),
+          instruction: t.Optional(t.String({ maxLength: 40_000 })),
+          mode: t.Optional(mode),
+          status: t.Optional(t.Union([t.Literal("active"), t.Literal("paused"), t.Literal("archived")])),
+          schedule: t.Optional(t.String({ maxLength: 200 })),
+          announce: t.Optional(t.Boolean()),
+        }),
+      },
+    )
+    .delete("/:id", async ({ params, sessionToken }) => {
+      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      if (part.triggers.list(workflow.id).some((tr) => tr.kind === "message")) {
+        throw conflict("workflow_bound", `Cannot delete workflow "${workflow.name}": a channel binding fires it; delete the binding first`);
+      }
+      await part.engine.cancelAll(workflow.id);
+      part.workflows.delete(workflow.id);
+      part.changed(workflow.id);
+      audit(caller, "workflow.delete", workflow.id, { name: workflow.name });
+      return { ok: true };
+    })
+    .post("/:id/upgrade-template", async ({ params, sessionToken }) => {
+      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      const template = workflow.template && TEMPLATES.get(workflow.template.id);
+      if (!template || workflow.status !== "awaiting-template-upgrade") {
+        throw conflict("no_template_upgrade", `Cannot upgrade workflow "${workflow.name}": it is not awaiting a template upgrade`);
+      }
+      const upgraded = part.workflows.upgradeTemplate(workflow.id, template);
+      part.changed(workflow.id);
+      audit(caller, "workflow.template_upgrade", workflow.id, { template: template.id, version: template.version });
+      return workflowView(part, upgraded);
+    })
+    .get("/:id/triggers", async ({ params, sessionToken }) => {
+      const { workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      return { triggers: part.triggers.list(workflow.id) };
+    });
+}

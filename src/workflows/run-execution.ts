@@ -1,0 +1,138 @@
+import type { Audit, Platform } from "../platform/index.ts";
+import { resolveRunAs } from "./access.ts";
+import { buildPrompt } from "./prompt.ts";
+import type { RunBus, RunOutcome, RunRef } from "./run-bus.ts";
+import { RunnerFailedError, RunnerUnavailableError, type Runner, type RunEvent } from "./runner.ts";
+import type { CancelPhase, Run, Runs } from "./runs.ts";
+import type { SpendLimits } from "./spend-limits.ts";
+import type { CommandRunnerSettings, OpenAiRunnerSettings, RunnerSettings, Workflow } from "./workflow.ts";
+import type { JobOutcome } from "./worker-pool.ts";
+import type { Workflows } from "./workflows.ts";
+
+/** The runners, by kind. */
+export interface RunnerSet {
+  command: Runner<CommandRunnerSettings>;
+  openai: Runner<OpenAiRunnerSettings>;
+}
+
+/** Collaborators of a run's execution. */
+export interface RunExecutionDeps {
+  workflows: Workflows;
+  runs: Runs;
+  limits: SpendLimits;
+  bus: RunBus;
+  runners: RunnerSet;
+  platform: Pick<Platform, "users" | "projects" | "roles"> & { audit: Audit };
+  /** Delay before each retry of an unavailable runner; its length is the number of retries. */
+  retryDelaysMs: readonly number[];
+  /** Earlier turns a one-thread run is given. */
+  maxThreadTurns: number;
+  now(): number;
+  /** True while the server shuts down: an abort then means "stopped", not "cancelled". */
+  stopping(): boolean;
+}
+
+/** The message on a run the server stopped under. */
+export const STOPPED_ERROR = "The server stopped while this run was working";
+
+/** The reference bus updates carry. */
+export function runRef(run: Run): RunRef {
+  return { id: run.id, workflowId: run.workflowId, projectId: run.projectId, number: run.number, trigger: run.trigger };
+}
+
+/**
+ * Execute one queued run as the pool's job: check the workflow is still active
+ * and the creator still may run it, stream the runner's events into the row and
+ * the bus, then record the outcome (or ask the pool to retry later).
+ */
+export async function executeRun(deps: RunExecutionDeps, runId: string, signal: AbortSignal): Promise<JobOutcome> {
+  const run = deps.runs.get(runId);
+  const workflow = run && deps.workflows.get(run.workflowId);
+  if (!run || !workflow || (run.status !== "queued" && run.status !== "waiting-retry")) return;
+  const refusal = startRefusal(deps, workflow);
+  if (refusal) return void finish(deps, run, workflow, refusal);
+  if (signal.aborted) return void finish(deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
+  if (!deps.runs.markRunning(runId)) return;
+  deps.bus.publish({ type: "status", run: runRef(run), status: "running" });
+  try {
+    const { tokensUsed, errorEvent } = await runTurn(deps, run, workflow, signal);
+    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps), tokensUsed);
+    finish(deps, run, workflow, errorEvent ? { kind: "failed", error: errorEvent } : { kind: "succeeded" }, tokensUsed);
+  } catch (error) {
+    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps));
+    const attempt = run.attempts + 1;
+    if (error instanceof RunnerUnavailableError && attempt <= deps.retryDelaysMs.length) {
+      const delay = deps.retryDelaysMs[attempt - 1]!;
+      deps.runs.markWaitingRetry(runId, deps.now() + delay, error.message);
+      deps.bus.publish({ type: "status", run: runRef(run), status: "waiting-retry" });
+      return { retryAfterMs: delay };
+    }
+    finish(deps, run, workflow, { kind: "failed", error: describe(error) });
+  }
+}
+
+/** Give the runner its prompt (with the thread's earlier turns in one-thread mode) and stream its events into the row and the bus. */
+async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, signal: AbortSignal): Promise<{ tokensUsed: number; errorEvent: string | null }> {
+  let errorEvent: string | null = null;
+  const emit = (event: RunEvent) => {
+    // After a cancel the row may be gone (workflow deleted); late output is dropped.
+    if (signal.aborted) return;
+    if (event.type === "error") errorEvent ??= event.text || "The runner reported an error";
+    deps.bus.publish({ type: "event", run: runRef(run), event: deps.runs.appendEvent(run.id, event) });
+  };
+  const history = run.mode === "one-thread" ? deps.runs.thread(workflow.id, run.number, deps.maxThreadTurns) : [];
+  const prompt = buildPrompt(workflow.instruction, history, { text: run.input.text ?? "", source: run.input.source });
+  const runner = deps.runners[workflow.runner.kind] as Runner<RunnerSettings>;
+  const { tokensUsed } = await runner.run({ runId: run.id, workflow, settings: workflow.runner, prompt, signal, emit });
+  return { tokensUsed, errorEvent };
+}
+
+/** Why a run must not start now, or null: the workflow stopped being active, the creator lost access, the token budget is spent. */
+function startRefusal(deps: RunExecutionDeps, workflow: Workflow): RunOutcome | null {
+  if (workflow.status !== "active") return { kind: "workflow-not-active", status: workflow.status };
+  const runAs = resolveRunAs(deps.platform, workflow);
+  if (!runAs.ok) return { kind: "failed", error: runAs.error };
+  try {
+    // Runs were counted at fire time; tokens are checked again because queued runs spend meanwhile.
+    if (workflow.runner.kind === "openai") deps.limits.check(workflow.projectId, true);
+  } catch (error) {
+    return { kind: "failed", error: (error as Error).message };
+  }
+  return null;
+}
+
+function aborted(deps: RunExecutionDeps): RunOutcome {
+  return deps.stopping() ? { kind: "failed", error: STOPPED_ERROR } : { kind: "cancelled-while-working" };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof RunnerFailedError || error instanceof RunnerUnavailableError) return error.message;
+  return `The runner failed unexpectedly: ${(error as Error)?.message ?? String(error)}`;
+}
+
+/** Record an outcome on the row (and the audit log for failures), then publish it. */
+export function finish(deps: Pick<RunExecutionDeps, "runs" | "bus" | "platform" | "limits">, run: Run, workflow: Pick<Workflow, "createdBy"> | null, outcome: RunOutcome, tokensUsed = 0): void {
+  const finished = deps.runs.finish(run.id, { ...rowEnd(outcome), tokensUsed });
+  if (!finished) return;
+  if (tokensUsed > 0) deps.limits.record(run.projectId, run.queuedAt, { tokens: tokensUsed });
+  if (outcome.kind === "failed") {
+    deps.platform.audit.write({ action: "workflow.run.failed", userId: workflow?.createdBy ?? null, projectId: run.projectId, target: run.id, detail: { workflowId: run.workflowId, error: outcome.error } });
+  }
+  deps.bus.publish({ type: "finished", run: runRef(run), outcome });
+}
+
+/** How an outcome is stored on the run row. */
+function rowEnd(outcome: RunOutcome): { status: "succeeded" | "failed" | "cancelled"; error?: string; cancelled?: CancelPhase } {
+  switch (outcome.kind) {
+    case "succeeded":
+      return { status: "succeeded" };
+    case "failed":
+      return { status: "failed", error: outcome.error };
+    case "workflow-not-active":
+      return { status: "cancelled", cancelled: "workflow-not-active", error: `The workflow was ${outcome.status} when this run's turn came` };
+    case "cancelled-before-start":
+      return { status: "cancelled", cancelled: "before-start" };
+    case "cancelled-while-working":
+      return { status: "cancelled", cancelled: "while-working" };
+  }
+}

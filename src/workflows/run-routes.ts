@@ -1,0 +1,54 @@
+import { Elysia, t } from "elysia";
+import { SESSION_COOKIE, type Platform } from "../platform/index.ts";
+import { manageableWorkflow } from "./routes.ts";
+import type { WorkflowsPart } from "./workflows-part.ts";
+
+/** Longest page of runs one read returns. */
+export const MAX_RUNS_PAGE = 200;
+
+const status = t.Union(["queued", "waiting-retry", "running", "succeeded", "failed", "cancelled"].map((s) => t.Literal(s)));
+
+/**
+ * Runs of a workflow under /api/workflows/<id>/runs: run by hand, list, read,
+ * cancel. The same people who manage the workflow see its runs, real errors included.
+ */
+export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) {
+  const { platform, part } = options;
+
+  return new Elysia({ name: "workflow-run-routes", prefix: "/api/workflows" })
+    .derive(({ cookie }) => ({ sessionToken: cookie[SESSION_COOKIE]?.value as string | undefined }))
+    .post(
+      "/:id/runs",
+      async ({ params, body, sessionToken, set }) => {
+        const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+        const run = part.engine.fire({
+          workflowId: workflow.id,
+          trigger: { id: null, kind: "manual" },
+          text: body.text ?? null,
+          source: { kind: "manual", userId: caller.user.id, email: caller.user.email },
+        });
+        set.status = 202;
+        return run;
+      },
+      { body: t.Object({ text: t.Optional(t.String()) }) },
+    )
+    .get(
+      "/:id/runs",
+      async ({ params, query, sessionToken }) => {
+        const { workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+        return { runs: part.runs.list(workflow.id, { limit: Math.min(query.limit ?? 50, MAX_RUNS_PAGE), status: query.status as never }) };
+      },
+      { query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_RUNS_PAGE })), status: t.Optional(status) }) },
+    )
+    .get("/:id/runs/:runId", async ({ params, sessionToken }) => {
+      const { workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      return part.runs.require(workflow.id, params.runId);
+    })
+    .post("/:id/runs/:runId/cancel", async ({ params, sessionToken }) => {
+      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      const run = part.runs.require(workflow.id, params.runId);
+      const cancelled = await part.engine.cancel(run.id);
+      platform.audit.write({ action: "workflow.run.cancel", userId: caller.user.id, projectId: caller.project.id, target: run.id, detail: { workflowId: workflow.id, phase: cancelled.cancelled } });
+      return cancelled;
+    });
+}

@@ -1,0 +1,51 @@
+import type { Prompt } from "./prompt.ts";
+import type { RunnerSettings, Workflow } from "./workflow.ts";
+
+/** The events a run streams, in order. */
+export const RUN_EVENT_TYPES = ["note", "answer", "handoff", "background", "error"] as const;
+
+/**
+ * One event of a run:
+ * - `note`: text between tool calls (delivered only where the binding asks for everything);
+ * - `answer`: a finished turn's answer (each is delivered as it ends);
+ * - `handoff`: the work went to a background subagent;
+ * - `background`: the later result of that subagent;
+ * - `error`: the runner reports the turn failed (the run ends `failed` with this text on its row).
+ */
+export interface RunEvent {
+  type: (typeof RUN_EVENT_TYPES)[number];
+  text: string;
+}
+
+/** What a runner is asked to do: one turn of one workflow. */
+export interface RunnerRequest<S extends RunnerSettings = RunnerSettings> {
+  runId: string;
+  workflow: Workflow;
+  settings: S;
+  prompt: Prompt;
+  /** Aborted when the run is cancelled or the server stops: stop working and return. */
+  signal: AbortSignal;
+  /** Stream an event; it is stored and delivered at once. */
+  emit(event: RunEvent): void;
+}
+
+/** What a finished turn reports besides its events. */
+export interface RunnerResult {
+  /** Model tokens spent (0 for runners without a model); counted against the project's spend limit. */
+  tokensUsed: number;
+}
+
+/** A way of running a workflow's turn. `command` and `openai` ship. */
+export interface Runner<S extends RunnerSettings = RunnerSettings> {
+  run(request: RunnerRequest<S>): Promise<RunnerResult>;
+}
+
+/** The runner could not reach its backend, or the backend was busy: the run waits and retries. */
+export class RunnerUnavailableError extends Error {
+  override name = "RunnerUnavailableError";
+}
+
+/** The runner's backend said no, or the turn failed: final; the message goes on the run row. */
+export class RunnerFailedError extends Error {
+  override name = "RunnerFailedError";
+}

@@ -1,0 +1,229 @@
+import { and, asc, desc, eq, getTableColumns, inArray, lt, max, sql, type SQL } from "drizzle-orm";
+import { workflowRunEvents, workflowRuns, type Db } from "../db/index.ts";
+import { notFound } from "../platform/index.ts";
+import type { ThreadTurn } from "./prompt.ts";
+import { uuidv7 } from "./run-id.ts";
+import type { RunEvent } from "./runner.ts";
+import type { RunSource } from "./run-source.ts";
+import type { Workflow, WorkflowMode } from "./workflow.ts";
+
+/** A run's status. `waiting-retry`: the runner's backend was unreachable or busy; it runs again later. */
+export type RunStatus = "queued" | "waiting-retry" | "running" | "succeeded" | "failed" | "cancelled";
+/** How a cancelled run ended: before it started (a waiting retry counts), while working, or because its workflow stopped being active. */
+export type CancelPhase = "before-start" | "while-working" | "workflow-not-active";
+/** What fired a run. */
+export type TriggerKindOfRun = "webhook" | "message" | "schedule" | "manual";
+
+/** An event as stored: numbered from 1 within its run. */
+export interface StoredRunEvent extends RunEvent {
+  seq: number;
+  at: number;
+}
+
+/** A run as every API shows it. */
+export interface Run {
+  id: string;
+  workflowId: string;
+  projectId: string;
+  number: number;
+  trigger: { id: string | null; kind: TriggerKindOfRun };
+  mode: WorkflowMode;
+  status: RunStatus;
+  input: { text: string | null; source: RunSource };
+  /** The real error (kept here and in the audit log, never sent to a chat). */
+  error: string | null;
+  cancelled: CancelPhase | null;
+  attempts: number;
+  tokensUsed: number;
+  queuedAt: number;
+  startedAt: number | null;
+  finishedAt: number | null;
+  retryAt: number | null;
+  events: StoredRunEvent[];
+}
+
+/** What a new run records. */
+export interface NewRun {
+  workflow: Workflow;
+  trigger: { id: string | null; kind: TriggerKindOfRun };
+  text: string | null;
+  source: RunSource;
+}
+
+/** Statuses a run never leaves. */
+export const FINISHED_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
+const UNFINISHED: RunStatus[] = ["queued", "waiting-retry", "running"];
+
+type Row = typeof workflowRuns.$inferSelect;
+
+/** The run store: rows, their events, and the counts spend limits need. */
+export class Runs {
+  // Prepared once: creating a run is on the fire endpoint's path.
+  readonly #lastNumber;
+  readonly #insert;
+
+  constructor(
+    private readonly db: Db,
+    private readonly now: () => number = Date.now,
+  ) {
+    // ORDER BY ... LIMIT 1 walks the (workflow_id, number) index from its end; max() would scan every run of the workflow.
+    this.#lastNumber = db
+      .select({ n: workflowRuns.number })
+      .from(workflowRuns)
+      .where(eq(workflowRuns.workflowId, sql.placeholder("workflowId")))
+      .orderBy(desc(workflowRuns.number))
+      .limit(1)
+      .prepare();
+    const placeholders = Object.fromEntries(Object.keys(getTableColumns(workflowRuns)).map((c) => [c, sql.placeholder(c)]));
+    this.#insert = db.insert(workflowRuns).values(placeholders as never).prepare();
+  }
+
+  /** Record an accepted fire as a queued run, numbered after the workflow's last one. */
+  create(input: NewRun): Run {
+    const last = this.#lastNumber.get({ workflowId: input.workflow.id });
+    const queuedAt = this.now();
+    const row: Row = {
+      id: `run-${uuidv7(queuedAt)}`,
+      workflowId: input.workflow.id,
+      projectId: input.workflow.projectId,
+      number: (last?.n ?? 0) + 1,
+      triggerId: input.trigger.id,
+      triggerKind: input.trigger.kind,
+      mode: input.workflow.mode,
+      status: "queued",
+      inputText: input.text,
+      source: JSON.stringify(input.source),
+      error: null,
+      cancelled: null,
+      attempts: 0,
+      tokensUsed: 0,
+      queuedAt,
+      startedAt: null,
+      finishedAt: null,
+      retryAt: null,
+    };
+    this.#insert.run(row);
+    return toRun(row, []);
+  }
+
+  /** The run with its events, or null. */
+  get(id: string): Run | null {
+    const row = this.db.select().from(workflowRuns).where(eq(workflowRuns.id, id)).get();
+    return row ? toRun(row, this.#events([id]).get(id) ?? []) : null;
+  }
+
+  /** The run of this workflow, or 404. */
+  require(workflowId: string, id: string): Run {
+    const run = this.get(id);
+    if (!run || run.workflowId !== workflowId) throw notFound("run_not_found", `Cannot find run "${id}"`);
+    return run;
+  }
+
+  /** A workflow's runs, newest first, with their events. */
+  list(workflowId: string, options: { limit?: number; status?: RunStatus } = {}): Run[] {
+    const where: SQL[] = [eq(workflowRuns.workflowId, workflowId)];
+    if (options.status) where.push(eq(workflowRuns.status, options.status));
+    const rows = this.db.select().from(workflowRuns).where(and(...where)).orderBy(desc(workflowRuns.number)).limit(options.limit ?? 50).all();
+    const events = this.#events(rows.map((r) => r.id));
+    return rows.map((row) => toRun(row, events.get(row.id) ?? []));
+  }
+
+  /** Runs not finished, oldest first: what a restarted server picks up (a scan, once per start: no status index slows every fire). */
+  unfinished(): Run[] {
+    return this.db.select().from(workflowRuns).where(inArray(workflowRuns.status, UNFINISHED)).orderBy(asc(workflowRuns.queuedAt), asc(workflowRuns.number)).all().map((r) => toRun(r, []));
+  }
+
+  /** Append an event; numbered after the run's last. */
+  appendEvent(runId: string, event: RunEvent): StoredRunEvent {
+    const last = this.db.select({ n: max(workflowRunEvents.seq) }).from(workflowRunEvents).where(eq(workflowRunEvents.runId, runId)).get();
+    const stored = { type: event.type, text: event.text, seq: (last?.n ?? 0) + 1, at: this.now() };
+    this.db.insert(workflowRunEvents).values({ runId, ...stored }).run();
+    return stored;
+  }
+
+  /** Move a queued or waiting run to running; false when it is no longer waiting (cancelled meanwhile). */
+  markRunning(runId: string): boolean {
+    const run = this.get(runId);
+    if (!run || (run.status !== "queued" && run.status !== "waiting-retry")) return false;
+    this.#set(runId, { status: "running", startedAt: this.now(), attempts: run.attempts + 1, retryAt: null });
+    return true;
+  }
+
+  /** The runner was unavailable: wait, then run again. */
+  markWaitingRetry(runId: string, retryAt: number, error: string): void {
+    this.#set(runId, { status: "waiting-retry", retryAt, error });
+  }
+
+  /** Finish a run unless it already finished; returns the finished run, or null when it had. */
+  finish(runId: string, end: { status: "succeeded" | "failed" | "cancelled"; error?: string | null; cancelled?: CancelPhase; tokensUsed?: number }): Run | null {
+    const run = this.get(runId);
+    if (!run || FINISHED_STATUSES.includes(run.status)) return null;
+    this.#set(runId, {
+      status: end.status,
+      error: end.status === "succeeded" ? null : (end.error ?? run.error),
+      cancelled: end.cancelled ?? null,
+      tokensUsed: run.tokensUsed + (end.tokensUsed ?? 0),
+      finishedAt: this.now(),
+      retryAt: null,
+    });
+    return this.get(runId);
+  }
+
+  /**
+   * The earlier turns of a one-thread workflow before run number `before`:
+   * succeeded one-thread runs, oldest first, at most `limit` of the latest.
+   */
+  thread(workflowId: string, before: number, limit: number): ThreadTurn[] {
+    const rows = this.db
+      .select()
+      .from(workflowRuns)
+      .where(and(eq(workflowRuns.workflowId, workflowId), eq(workflowRuns.mode, "one-thread"), eq(workflowRuns.status, "succeeded"), lt(workflowRuns.number, before)))
+      .orderBy(desc(workflowRuns.number))
+      .limit(limit)
+      .all()
+      .reverse();
+    const events = this.#events(rows.map((r) => r.id));
+    return rows.map((row) => ({
+      input: { text: row.inputText ?? "", source: JSON.parse(row.source) as RunSource },
+      answers: (events.get(row.id) ?? []).filter((e) => e.type === "answer" || e.type === "background").map((e) => e.text),
+    }));
+  }
+
+  #set(runId: string, set: Partial<Row>): void {
+    this.db.update(workflowRuns).set(set).where(eq(workflowRuns.id, runId)).run();
+  }
+
+  #events(runIds: string[]): Map<string, StoredRunEvent[]> {
+    const byRun = new Map<string, StoredRunEvent[]>();
+    if (runIds.length === 0) return byRun;
+    const rows = this.db.select().from(workflowRunEvents).where(inArray(workflowRunEvents.runId, runIds)).orderBy(asc(workflowRunEvents.seq)).all();
+    for (const { runId, ...event } of rows) {
+      const list = byRun.get(runId) ?? [];
+      list.push(event);
+      byRun.set(runId, list);
+    }
+    return byRun;
+  }
+}
+
+function toRun(row: Row, events: StoredRunEvent[]): Run {
+  return {
+    id: row.id,
+    workflowId: row.workflowId,
+    projectId: row.projectId,
+    number: row.number,
+    trigger: { id: row.triggerId, kind: row.triggerKind },
+    mode: row.mode,
+    status: row.status,
+    input: { text: row.inputText, source: JSON.parse(row.source) as RunSource },
+    error: row.error,
+    cancelled: row.cancelled,
+    attempts: row.attempts,
+    tokensUsed: row.tokensUsed,
+    queuedAt: row.queuedAt,
+    startedAt: row.startedAt,
+    finishedAt: row.finishedAt,
+    retryAt: row.retryAt,
+    events,
+  };
+}

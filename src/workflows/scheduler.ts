@@ -1,0 +1,73 @@
+import { Cron } from "croner";
+import { HatchError } from "../platform/index.ts";
+import { MANUAL_SCHEDULE, type Workflow } from "./workflow.ts";
+import type { Workflows } from "./workflows.ts";
+
+/** Cron expressions are read in UTC, so a schedule means the same on every host. */
+export const SCHEDULE_TIMEZONE = "Etc/UTC";
+
+/** Collaborators of the scheduler. */
+export interface WorkflowSchedulerOptions {
+  workflows: Workflows;
+  /** Fire a scheduled run (the engine's `fire`); refusals are expected and swallowed. */
+  fire(workflow: Workflow): void;
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * The in-process scheduler: one croner job per active workflow with a cron
+ * schedule. `sync` after every change to a workflow; message triggers are not
+ * its business, so schedule edits never touch them.
+ */
+export class WorkflowScheduler implements AsyncDisposable {
+  readonly #jobs = new Map<string, { schedule: string; cron: Cron }>();
+  #stopped = false;
+
+  constructor(private readonly options: WorkflowSchedulerOptions) {}
+
+  /** Schedule every active workflow with a cron schedule. */
+  start(): void {
+    for (const workflow of this.options.workflows.scheduled()) this.sync(workflow.id);
+  }
+
+  /** Bring one workflow's job in line with its row (created, edited, paused or deleted). */
+  sync(workflowId: string): void {
+    if (this.#stopped) return;
+    const workflow = this.options.workflows.get(workflowId);
+    const wanted = workflow && workflow.status === "active" && workflow.schedule !== MANUAL_SCHEDULE ? workflow.schedule : null;
+    const current = this.#jobs.get(workflowId);
+    if (current?.schedule === wanted) return;
+    current?.cron.stop();
+    this.#jobs.delete(workflowId);
+    if (!wanted) return;
+    const cron = new Cron(wanted, { timezone: SCHEDULE_TIMEZONE, mode: "5-or-6-parts", unref: true, catch: (e) => this.#error(e) }, () => this.#fire(workflowId));
+    this.#jobs.set(workflowId, { schedule: wanted, cron });
+  }
+
+  /** Ids of the workflows with a live job. */
+  scheduledIds(): string[] {
+    return [...this.#jobs.keys()];
+  }
+
+  /** Stop every job. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#stopped = true;
+    for (const { cron } of this.#jobs.values()) cron.stop();
+    this.#jobs.clear();
+  }
+
+  #fire(workflowId: string): void {
+    const workflow = this.options.workflows.get(workflowId);
+    if (!workflow) return this.sync(workflowId);
+    try {
+      this.options.fire(workflow);
+    } catch (error) {
+      // A paused workflow or a spent budget refuses; the engine already audited a spend refusal.
+      if (!(error instanceof HatchError)) this.#error(error);
+    }
+  }
+
+  #error(error: unknown): void {
+    (this.options.onError ?? ((e) => console.error("hatch: scheduled fire failed", e)))(error);
+  }
+}

@@ -1,0 +1,125 @@
+import { eq, gte, sql } from "drizzle-orm";
+import { workflowRuns, workflowSpendLimits, type Db } from "../db/index.ts";
+import { badRequest, HatchError } from "../platform/index.ts";
+
+/** A project's spend limit over a rolling day. */
+export interface SpendLimit {
+  /** Fires accepted per day, every runner. */
+  runsPerDay: number;
+  /** Model tokens per day (the `openai` runner). */
+  tokensPerDay: number;
+}
+
+/** What a project may spend until an owner or admin says otherwise: plenty for a team's bots, not a runaway loop. */
+export const DEFAULT_SPEND_LIMIT: SpendLimit = { runsPerDay: 1000, tokensPerDay: 1_000_000 };
+/** The upper bound of either limit: past this a limit is not a limit. */
+export const MAX_SPEND_LIMIT = 100_000_000;
+/** Usage is counted per hour of the run's fire; "a day" is the last 24 whole hours plus the current one. */
+const HOUR_MS = 3600_000;
+const WINDOW_HOURS = 24;
+
+/** The code of a fire refused by a spend limit (HTTP 429). */
+export const SPEND_LIMIT_REACHED = "spend_limit_reached";
+
+/**
+ * Spend limits per project and the check every fire passes. Usage is kept in
+ * hourly buckets in memory, loaded from the runs table on first use
+ * and updated as runs are accepted and spend tokens: the check costs no query
+ * however many runs a day holds (this process is the only one that fires; the
+ * CLI never does).
+ */
+export class SpendLimits {
+  readonly #usage = new Map<string, Map<number, { runs: number; tokens: number }>>();
+  #loaded = false;
+  readonly #limitOf;
+
+  constructor(
+    private readonly db: Db,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.#limitOf = db.select().from(workflowSpendLimits).where(eq(workflowSpendLimits.projectId, sql.placeholder("projectId"))).prepare();
+  }
+
+  /** The project's limit (stored, else the default). */
+  get(projectId: string): SpendLimit {
+    const row = this.#limitOf.get({ projectId });
+    return row ? { runsPerDay: row.runsPerDay, tokensPerDay: row.tokensPerDay } : { ...DEFAULT_SPEND_LIMIT };
+  }
+
+  /** Validate then store; 0 stops every fire (a kill switch). */
+  set(projectId: string, limit: SpendLimit): SpendLimit {
+    for (const [name, value] of Object.entries(limit)) {
+      if (!Number.isInteger(value) || value < 0 || value > MAX_SPEND_LIMIT) {
+        throw badRequest("invalid_spend_limit", `Cannot set the spend limit: "${name}" must be an integer from 0 to ${MAX_SPEND_LIMIT}`);
+      }
+    }
+    const values = { runsPerDay: limit.runsPerDay, tokensPerDay: limit.tokensPerDay, updatedAt: this.now() };
+    this.db.insert(workflowSpendLimits).values({ projectId, ...values }).onConflictDoUpdate({ target: workflowSpendLimits.projectId, set: values }).run();
+    return this.get(projectId);
+  }
+
+  /** What the project spent in the current window. */
+  usage(projectId: string): { runs: number; tokens: number } {
+    const buckets = this.#buckets(projectId);
+    const oldest = this.#hour(this.now()) - WINDOW_HOURS;
+    const total = { runs: 0, tokens: 0 };
+    for (const [hour, bucket] of buckets) {
+      if (hour < oldest) buckets.delete(hour);
+      else (total.runs += bucket.runs), (total.tokens += bucket.tokens);
+    }
+    return total;
+  }
+
+  /**
+   * Throw 429 `spend_limit_reached` when one more run would pass the limit.
+   * Tokens only count for runners that spend them.
+   */
+  check(projectId: string, spendsTokens: boolean): void {
+    const limit = this.get(projectId);
+    const used = this.usage(projectId);
+    if (used.runs >= limit.runsPerDay) {
+      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.runsPerDay} runs per day is reached`, { limit: "runs" });
+    }
+    if (spendsTokens && used.tokens >= limit.tokensPerDay) {
+      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.tokensPerDay} tokens per day is reached`, { limit: "tokens" });
+    }
+  }
+
+  /** Count an accepted run (or tokens a run spent) in the hour the run was fired. */
+  record(projectId: string, queuedAt: number, spent: { runs?: number; tokens?: number }): void {
+    const buckets = this.#buckets(projectId);
+    const hour = this.#hour(queuedAt);
+    const bucket = buckets.get(hour) ?? { runs: 0, tokens: 0 };
+    bucket.runs += spent.runs ?? 0;
+    bucket.tokens += spent.tokens ?? 0;
+    buckets.set(hour, bucket);
+  }
+
+  #hour(at: number): number {
+    return Math.floor(at / HOUR_MS);
+  }
+
+  #buckets(projectId: string): Map<number, { runs: number; tokens: number }> {
+    if (!this.#loaded) this.#load();
+    let buckets = this.#usage.get(projectId);
+    if (!buckets) this.#usage.set(projectId, (buckets = new Map()));
+    return buckets;
+  }
+
+  /** Read the window's usage of every project in one pass over the runs (once per process). */
+  #load(): void {
+    this.#loaded = true;
+    const hour = sql<number>`${workflowRuns.queuedAt} / ${sql.raw(String(HOUR_MS))}`;
+    const rows = this.db
+      .select({ projectId: workflowRuns.projectId, hour, runs: sql<number>`count(*)`, tokens: sql<number>`coalesce(sum(${workflowRuns.tokensUsed}), 0)` })
+      .from(workflowRuns)
+      .where(gte(workflowRuns.queuedAt, (this.#hour(this.now()) - WINDOW_HOURS) * HOUR_MS))
+      .groupBy(workflowRuns.projectId, hour)
+      .all();
+    for (const row of rows) {
+      const buckets = this.#usage.get(row.projectId) ?? new Map();
+      buckets.set(Number(row.hour), { runs: Number(row.runs), tokens: Number(row.tokens) });
+      this.#usage.set(row.projectId, buckets);
+    }
+  }
+}

@@ -1,0 +1,161 @@
+import { badRequest, conflict, HatchError, notFound } from "../platform/index.ts";
+import type { RunListener } from "./run-bus.ts";
+import { executeRun, finish, STOPPED_ERROR, type RunExecutionDeps } from "./run-execution.ts";
+import type { RunSource } from "./run-source.ts";
+import { FINISHED_STATUSES, type Run, type TriggerKindOfRun } from "./runs.ts";
+import type { Triggers } from "./triggers.ts";
+import type { WorkerPool } from "./worker-pool.ts";
+
+/** Longest fire text, in characters (Unicode code points), as the specification limits it. */
+export const MAX_FIRE_TEXT_LENGTH = 4000;
+
+/** A fire: which workflow, what fired it, the untrusted text, and where the text came from. */
+export interface FireRequest {
+  workflowId: string;
+  trigger: { id: string | null; kind: TriggerKindOfRun };
+  /** Untrusted; appended after the instruction as delimited context, never interpolated. */
+  text?: string | null;
+  source: RunSource;
+  /** Subscribed before the run is queued (so nothing is missed) and dropped after its outcome. */
+  onUpdate?: RunListener;
+}
+
+/** A channel message firing the workflow its binding's message trigger points at. */
+export interface MessageFire {
+  bindingId: string;
+  text: string;
+  platform: string;
+  peer: { id: string; displayName: string };
+  linkedUser: { id: string; email: string };
+  onUpdate?: RunListener;
+}
+
+/** Collaborators of the engine: everything a run's execution needs, plus the pool and triggers. */
+export interface WorkflowEngineOptions extends Omit<RunExecutionDeps, "stopping"> {
+  pool: WorkerPool;
+  triggers: Triggers;
+}
+
+/**
+ * Accepts fires and runs them through the bounded pool. One-thread runs of a
+ * workflow share a pool key, so they run one at a time in order and each sees
+ * the earlier turns; fresh runs are independent. Disposing it stops the pool;
+ * runs still queued stay queued in the database and `recover` picks them up.
+ */
+export class WorkflowEngine implements AsyncDisposable {
+  #stopping = false;
+  readonly #deps: RunExecutionDeps;
+
+  constructor(private readonly options: WorkflowEngineOptions) {
+    this.#deps = { ...options, stopping: () => this.#stopping };
+  }
+
+  /**
+   * Fire a workflow: the run is recorded as queued and its id returned at once.
+   * Throws 400 `text_too_long`, 404 `workflow_not_found`, 409 `workflow_not_active` (nothing is
+   * recorded as a run), 429 `spend_limit_reached` (recorded in the audit log).
+   */
+  fire(request: FireRequest): Run {
+    const { workflows, runs, limits, bus, platform } = this.options;
+    if (request.text) checkFireText(request.text);
+    const workflow = workflows.get(request.workflowId);
+    if (!workflow) throw notFound("workflow_not_found", `Cannot find workflow "${request.workflowId}"`);
+    if (workflow.status !== "active") {
+      throw new HatchError("workflow_not_active", 409, `Workflow "${workflow.name}" is ${workflow.status}: it does not fire until it is active`, { status: workflow.status });
+    }
+    try {
+      limits.check(workflow.projectId, workflow.runner.kind === "openai");
+    } catch (error) {
+      const detail = error instanceof HatchError ? { code: error.code, ...error.detail } : {};
+      platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { ...detail, trigger: request.trigger.kind } });
+      throw error;
+    }
+    const run = runs.create({ workflow, trigger: request.trigger, text: request.text ?? null, source: request.source });
+    limits.record(run.projectId, run.queuedAt, { runs: 1 });
+    if (request.onUpdate) {
+      const listener = request.onUpdate;
+      const off = bus.subscribe({ runId: run.id }, (update) => {
+        if (update.type === "finished") off();
+        listener(update);
+      });
+    }
+    this.#submit(run);
+    return run;
+  }
+
+  /** Fire from a channel message through the binding's message trigger; 404 when the binding has none. */
+  fireMessage(message: MessageFire): Run {
+    const trigger = this.options.triggers.byBinding(message.bindingId);
+    if (!trigger) throw notFound("trigger_not_found", `Cannot fire: binding "${message.bindingId}" has no message trigger`);
+    const source: RunSource = { kind: "message", triggerId: trigger.id, platform: message.platform, peer: message.peer, linkedUser: message.linkedUser };
+    return this.fire({ workflowId: trigger.workflowId, trigger: { id: trigger.id, kind: "message" }, text: message.text, source, onUpdate: message.onUpdate });
+  }
+
+  /**
+   * Cancel a run. Before it started (queued, or waiting to retry) it ends
+   * `cancelled` / `before-start`; while working its runner is stopped and it
+   * ends `cancelled` / `while-working`. Resolves with the finished run; 409 when
+   * it had already finished.
+   */
+  async cancel(runId: string): Promise<Run> {
+    const { runs, bus, pool } = this.options;
+    const run = runs.get(runId);
+    if (!run) throw notFound("run_not_found", `Cannot find run "${runId}"`);
+    if (FINISHED_STATUSES.includes(run.status)) throw conflict("run_finished", `Cannot cancel run "${runId}": it already ${run.status}`);
+    const finished = new Promise<void>((resolve) => {
+      const off = bus.subscribe({ runId }, (update) => {
+        if (update.type !== "finished") return;
+        off();
+        resolve();
+      });
+    });
+    if (pool.cancel(runId) !== "aborted") {
+      const workflow = this.options.workflows.get(run.workflowId);
+      finish(this.#deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
+    }
+    await finished;
+    return runs.get(runId)!;
+  }
+
+  /** Cancel every unfinished run of a workflow (before it is deleted). */
+  async cancelAll(workflowId: string): Promise<void> {
+    const open = this.options.runs.unfinished().filter((r) => r.workflowId === workflowId);
+    await Promise.all(open.map((r) => this.cancel(r.id).catch(() => undefined)));
+  }
+
+  /**
+   * Pick up what a previous process left: queued and waiting runs are queued
+   * again in order; runs it left `running` failed with the server.
+   */
+  recover(): void {
+    for (const run of this.options.runs.unfinished()) {
+      const workflow = this.options.workflows.get(run.workflowId);
+      if (run.status === "running") finish(this.#deps, run, workflow, { kind: "failed", error: STOPPED_ERROR });
+      else this.#submit(run);
+    }
+  }
+
+  /** Stop the pool: running runs end `failed` (the server stopped); queued ones wait for the next start. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.#stopping = true;
+    await this.options.pool[Symbol.asyncDispose]();
+  }
+
+  #submit(run: Run): void {
+    this.options.pool.submit({
+      id: run.id,
+      key: run.mode === "one-thread" ? run.workflowId : null,
+      run: (signal) => executeRun(this.#deps, run.id, signal),
+    });
+  }
+}
+
+/**
+ * 400 `text_too_long` past MAX_FIRE_TEXT_LENGTH code points (an emoji is one
+ * character to the person who typed it, two UTF-16 units to JavaScript).
+ */
+export function checkFireText(text: string): void {
+  if (text.length > MAX_FIRE_TEXT_LENGTH && [...text].length > MAX_FIRE_TEXT_LENGTH) {
+    throw badRequest("text_too_long", `Cannot fire: "text" must be at most ${MAX_FIRE_TEXT_LENGTH} characters`);
+  }
+}

@@ -1,0 +1,111 @@
+import { join } from "node:path";
+import type { Db } from "../db/index.ts";
+import type { Platform } from "../platform/index.ts";
+import { CommandRunner } from "./command-runner.ts";
+import { OpenAiRunner } from "./openai-runner.ts";
+import { RunBus } from "./run-bus.ts";
+import { Runs } from "./runs.ts";
+import { WorkflowScheduler } from "./scheduler.ts";
+import { spawnRunnerCommand, type RunnerCommandSpawner } from "./spawn-runner-command.ts";
+import { SpendLimits } from "./spend-limits.ts";
+import { TEMPLATES } from "./templates.ts";
+import { Triggers } from "./triggers.ts";
+import { WorkerPool } from "./worker-pool.ts";
+import { WorkflowEngine } from "./workflow-engine.ts";
+import { Workflows } from "./workflows.ts";
+
+/** Runs at once by default: a small server runs a few agent turns in parallel; a burst queues. */
+export const DEFAULT_POOL_SIZE = 4;
+/** Waits before retrying a runner whose backend was unreachable or busy: quick first, then backing off. */
+export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000];
+/** Earlier turns a one-thread run sees: enough for a conversation, bounded so a year-old thread stays cheap. */
+export const MAX_THREAD_TURNS = 50;
+/** Folder in the data dir holding each command run's scratch dir while it runs. */
+export const RUN_SCRATCH_FOLDER = "workflow-runs";
+
+/** The stores over one database: all the CLI needs. */
+export interface WorkflowStores {
+  workflows: Workflows;
+  triggers: Triggers;
+  runs: Runs;
+  limits: SpendLimits;
+}
+
+/** Build the stores (no pool, no scheduler): for the CLI and for the part. */
+export function createWorkflowStores(db: Db, now: () => number = Date.now): WorkflowStores {
+  const runs = new Runs(db, now);
+  return { workflows: new Workflows(db, now), triggers: new Triggers(db, now), runs, limits: new SpendLimits(db, now) };
+}
+
+/** Options of the workflows part; the tuning fields have the defaults above. */
+export interface WorkflowsPartOptions {
+  platform: Platform;
+  dataDir: string;
+  /** The environment runner commands start from, before sensitive names are stripped. */
+  baseEnv: Record<string, string | undefined>;
+  poolSize?: number;
+  retryDelaysMs?: readonly number[];
+  /** The command spawn seam (the confinement issue passes its confined spawn). */
+  spawn?: RunnerCommandSpawner;
+  fetch?: typeof fetch;
+  now?: () => number;
+}
+
+/**
+ * The running workflows part. Hooks for the channels part: `engine.fireMessage`
+ * (fire with a message and its source), `bus.subscribe` (a run's updates),
+ * `triggers.addMessage` / `triggers.removeMessage` (a binding's message
+ * trigger), `workflows.get(id).announce` (the delivery policy, read per answer).
+ */
+export interface WorkflowsPart extends WorkflowStores, AsyncDisposable {
+  bus: RunBus;
+  pool: WorkerPool;
+  engine: WorkflowEngine;
+  scheduler: WorkflowScheduler;
+  /** Tell the part a workflow changed (created, edited, deleted) so its schedule follows. */
+  changed(workflowId: string): void;
+}
+
+/**
+ * Build the part and start it: flag outdated template installs, re-queue what a
+ * previous process left, start the scheduler.
+ */
+export function startWorkflowsPart(options: WorkflowsPartOptions): WorkflowsPart {
+  const now = options.now ?? Date.now;
+  const stores = createWorkflowStores(options.platform.db, now);
+  const bus = new RunBus();
+  const pool = new WorkerPool({ size: options.poolSize ?? DEFAULT_POOL_SIZE, onError: (e) => console.error("hatch: workflow run crashed", e) });
+  const runners = {
+    command: new CommandRunner({ spawn: options.spawn ?? spawnRunnerCommand, baseEnv: options.baseEnv, scratchRoot: join(options.dataDir, RUN_SCRATCH_FOLDER) }),
+    openai: new OpenAiRunner({ revealSecret: (projectId, id) => options.platform.secrets.reveal("project", projectId, id), fetch: options.fetch }),
+  };
+  const engine = new WorkflowEngine({
+    ...stores,
+    bus,
+    pool,
+    runners,
+    platform: options.platform,
+    retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
+    maxThreadTurns: MAX_THREAD_TURNS,
+    now,
+  });
+  const scheduler = new WorkflowScheduler({
+    workflows: stores.workflows,
+    fire: (workflow) => engine.fire({ workflowId: workflow.id, trigger: { id: null, kind: "schedule" }, source: { kind: "schedule", schedule: workflow.schedule } }),
+  });
+  stores.workflows.flagOutdatedTemplates(TEMPLATES.values());
+  engine.recover();
+  scheduler.start();
+  return {
+    ...stores,
+    bus,
+    pool,
+    engine,
+    scheduler,
+    changed: (id) => scheduler.sync(id),
+    [Symbol.asyncDispose]: async () => {
+      await scheduler[Symbol.asyncDispose]();
+      await engine[Symbol.asyncDispose]();
+    },
+  };
+}

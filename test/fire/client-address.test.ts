@@ -1,0 +1,35 @@
+import { describe, expect, test } from "bun:test";
+import { clientAddress, RateLimiter } from "../../src/fire/index.ts";
+
+describe("the client address and the rate limiter", () => {
+  const proxies = new Set(["10.0.0.2", "10.0.0.3"]);
+
+  test("X-Forwarded-For counts only from a trusted proxy, read from the right past trusted hops", () => {
+    expect(clientAddress("203.0.113.9", "198.51.100.1", proxies)).toBe("203.0.113.9");
+    expect(clientAddress("10.0.0.2", null, proxies)).toBe("10.0.0.2");
+    expect(clientAddress("10.0.0.2", "198.51.100.1", proxies)).toBe("198.51.100.1");
+    expect(clientAddress("10.0.0.2", "192.0.2.66, 198.51.100.1, 10.0.0.3", proxies)).toBe("198.51.100.1");
+    expect(clientAddress("::ffff:10.0.0.2", "198.51.100.1", proxies)).toBe("198.51.100.1");
+    expect(clientAddress(undefined, "198.51.100.1", proxies)).toBe("unknown");
+  });
+
+  test("a fixed window per key: the cap, the wait, the next window, and 0 disables", () => {
+    let now = 1_000;
+    const limiter = new RateLimiter({ limit: 2, windowMs: 60_000, now: () => now });
+    expect([limiter.take("a").ok, limiter.take("a").ok, limiter.take("a")]).toEqual([true, true, { ok: false, retryAfterMs: 60_000 }]);
+    expect(limiter.take("b").ok).toBe(true);
+    now += 60_000;
+    expect(limiter.take("a").ok).toBe(true);
+    const off = new RateLimiter({ limit: 0, windowMs: 60_000 });
+    for (let i = 0; i < 100; i++) expect(off.take("a").ok).toBe(true);
+  });
+
+  test("tracking a flood of addresses stays bounded", () => {
+    let now = 0;
+    const limiter = new RateLimiter({ limit: 1, windowMs: 60_000, maxKeys: 100, now: () => now });
+    for (let i = 0; i < 10_000; i++) limiter.take(`addr-${i}`);
+    // The newest addresses are still tracked; the oldest were dropped to keep the map bounded.
+    expect(limiter.take("addr-9999").ok).toBe(false);
+    expect(limiter.take("addr-0").ok).toBe(true);
+  });
+});

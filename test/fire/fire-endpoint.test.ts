@@ -1,0 +1,112 @@
+import { describe, expect, test } from "bun:test";
+import { startWorld } from "../helpers/world.ts";
+import { answers, commandWorkflow, countRows, fire, firePath, issueToken, waitForRun } from "../helpers/workflows.ts";
+
+describe("the fire endpoint", () => {
+  test("a workflow fired with a bearer token runs its command, answers 202 with the run id, and the run row shows the answer", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, `printf 'you said: %s' "$(tail -n 2 | head -n 1)"`);
+    const { token, triggerId } = await issueToken(member.client, workflow.id);
+    expect(token).toMatch(/^wfk1_[A-Za-z0-9_-]{43}$/);
+
+    const fired = await fire(world, workflow.id, token, { text: "hello there" });
+    expect(fired.status).toBe(202);
+    expect(fired.body).toEqual({ runId: expect.stringMatching(/^run-/), workflowId: workflow.id, number: 1, status: "queued" });
+
+    const run = await waitForRun(member.client, workflow.id, fired.body.runId);
+    expect(run).toMatchObject({ status: "succeeded", trigger: { id: triggerId, kind: "webhook" }, input: { text: "hello there", source: { kind: "webhook", triggerId } }, error: null, attempts: 1 });
+    expect(answers(run)).toEqual(["you said: hello there"]);
+  });
+
+  test("a body without text fires too; the run's input text is null", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo fired");
+    const { token } = await issueToken(member.client, workflow.id);
+    const empty = await world.anonymous().request("POST", firePath(workflow.id), undefined, { authorization: `Bearer ${token}` });
+    expect(empty.status).toBe(202);
+    const run = await waitForRun(member.client, workflow.id, empty.body.runId);
+    expect(run.input.text).toBeNull();
+    expect(answers(run)).toEqual(["fired"]);
+  });
+
+  test("a wrong token, a revoked token, a rotated-out token, no token and an unknown workflow all get the same 401, and nothing is recorded", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo never");
+    const first = await issueToken(member.client, workflow.id);
+    const rotated = await member.client.post(`/api/workflows/${workflow.id}/triggers/${first.triggerId}/rotate`);
+    expect(rotated.status).toBe(200);
+    const revoked = await issueToken(member.client, workflow.id);
+    expect((await member.client.delete(`/api/workflows/${workflow.id}/triggers/${revoked.triggerId}`)).status).toBe(200);
+    const auditBefore = countRows(world, "audit_log");
+
+    const attempts = [
+      await fire(world, workflow.id, "wfk1_" + "A".repeat(43)),
+      await fire(world, workflow.id, "not-even-a-token"),
+      await fire(world, workflow.id, first.token),
+      await fire(world, workflow.id, revoked.token),
+      await fire(world, "wf-unknown", rotated.body.token),
+      await world.anonymous().post(firePath(workflow.id), {}),
+    ];
+    for (const attempt of attempts) {
+      expect(attempt.status).toBe(401);
+      expect(attempt.body).toEqual({ error: { code: "unauthorized", message: "Invalid fire token" } });
+    }
+    expect((await fire(world, workflow.id, rotated.body.token)).status).toBe(202);
+    expect(countRows(world, "workflow_runs")).toBe(1);
+    expect(countRows(world, "audit_log")).toBe(auditBefore);
+  });
+
+  test("a body that is not JSON, a text that is not a string, a text over 4,000 characters, another content type: 400 and no run", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const { token } = await issueToken(member.client, workflow.id);
+    const cases: [unknown, string, Record<string, string>?][] = [
+      ["{not json", "invalid_json"],
+      ["[1, 2]", "invalid_body"],
+      ['"just a string"', "invalid_body"],
+      [{ text: 42 }, "invalid_text"],
+      [{ text: ["a"] }, "invalid_text"],
+      [{ text: "x".repeat(4001) }, "text_too_long"],
+      [{ text: "😀".repeat(4001) }, "text_too_long"],
+      [JSON.stringify({ text: "hi" }), "invalid_content_type", { "content-type": "text/plain" }],
+      [JSON.stringify({ text: "y".repeat(70_000) }), "body_too_large"],
+    ];
+    for (const [body, code, headers] of cases) {
+      const response = await fire(world, workflow.id, token, body, headers);
+      expect({ status: response.status, code: response.body.error?.code }).toEqual({ status: 400, code });
+      expect(JSON.stringify(response.body)).not.toContain(token);
+    }
+    expect(countRows(world, "workflow_runs")).toBe(0);
+
+    const limit = await fire(world, workflow.id, token, { text: "😀".repeat(4000) });
+    expect(limit.status).toBe(202);
+  });
+
+  test("a paused, archived or template-awaiting workflow refuses with 409 and records nothing as a run", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi");
+    const { token } = await issueToken(member.client, workflow.id);
+    for (const status of ["paused", "archived"]) {
+      expect((await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { status })).status).toBe(200);
+      const refused = await fire(world, workflow.id, token, { text: "anyone?" });
+      expect(refused.status).toBe(409);
+      expect(refused.body.error).toEqual({ code: "workflow_not_active", message: `Workflow "Echo" is ${status}: it does not fire until it is active` });
+    }
+    world.hatch.sqlite.run("UPDATE workflows SET status = 'awaiting-template-upgrade' WHERE id = ?", [workflow.id]);
+    expect((await fire(world, workflow.id, token)).body.error.code).toBe("workflow_not_active");
+    expect(countRows(world, "workflow_runs")).toBe(0);
+  });
+
+  test("a wrong token on a paused workflow still gets the 401, not the 409", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi", { status: "paused" });
+    await issueToken(member.client, workflow.id);
+    expect((await fire(world, workflow.id, "wfk1_" + "B".repeat(43))).status).toBe(401);
+  });
+});

@@ -1,0 +1,71 @@
+import { describe, expect, test } from "bun:test";
+import { startWorld } from "../helpers/world.ts";
+import { commandWorkflow, countRows, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
+
+const BAD_TOKEN = "wfk1_" + "C".repeat(43);
+
+describe("limits of the fire endpoint", () => {
+  test("the per-address cap answers 429 with Retry-After; X-Forwarded-For is ignored unless the peer is a trusted proxy", async () => {
+    await using world = await startWorld({}, { fireRatePerMinute: 3 });
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi");
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await fire(world, workflow.id, BAD_TOKEN, {}, { "x-forwarded-for": `198.51.100.${i}` })).status);
+    expect(statuses).toEqual([401, 401, 401, 429]);
+    const capped = await fire(world, workflow.id, BAD_TOKEN);
+    expect(capped.body.error.code).toBe("rate_limited");
+    expect(Number(capped.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(countRows(world, "workflow_runs")).toBe(0);
+  });
+
+  test("behind a trusted proxy each client address has its own cap", async () => {
+    await using world = await startWorld({ HATCH_TRUSTED_PROXIES: "127.0.0.1" }, { fireRatePerMinute: 2 });
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi");
+    const from = (address: string) => fire(world, workflow.id, BAD_TOKEN, {}, { "x-forwarded-for": `${address}, 127.0.0.1` });
+    expect([(await from("203.0.113.7")).status, (await from("203.0.113.7")).status, (await from("203.0.113.7")).status]).toEqual([401, 401, 429]);
+    expect((await from("203.0.113.8")).status).toBe(401);
+    // A client cannot dodge the cap by prepending addresses: the proxy appends the real one.
+    expect((await fire(world, workflow.id, BAD_TOKEN, {}, { "x-forwarded-for": "192.0.2.1, 203.0.113.7" })).status).toBe(429);
+  });
+
+  test("a fire past the project's runs-per-day limit is refused with 429 spend_limit_reached and recorded in the audit log", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    const workflow = await commandWorkflow(member, "echo ok");
+    const { token } = await issueToken(member.client, workflow.id);
+
+    expect((await member.client.put("/api/workflows/spend-limit", { runsPerDay: 2, tokensPerDay: 100 })).status).toBe(403);
+    expect((await owner.client.put("/api/workflows/spend-limit", { runsPerDay: -1, tokensPerDay: 100 })).body.error.code).toBe("invalid_spend_limit");
+    const set = await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 2, tokensPerDay: 100 });
+    expect(set.body).toEqual({ runsPerDay: 2, tokensPerDay: 100, used: { runs: 0, tokens: 0 } });
+
+    for (let i = 0; i < 2; i++) {
+      const fired = await fire(world, workflow.id, token, { text: `fire ${i}` });
+      expect(fired.status).toBe(202);
+      await waitForRun(member.client, workflow.id, fired.body.runId);
+    }
+    const refused = await fire(world, workflow.id, token, { text: "one too many" });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toEqual({ code: "spend_limit_reached", message: "The project's spend limit of 2 runs per day is reached" });
+    expect(countRows(world, "workflow_runs")).toBe(2);
+    const audit = world.platform.audit.query({ projectId: project.id, action: "workflow.fire.refused" });
+    expect(audit.map((e) => ({ target: e.target, detail: e.detail }))).toEqual([
+      { target: workflow.id, detail: { code: "spend_limit_reached", limit: "runs", trigger: "webhook" } },
+    ]);
+    expect((await member.client.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 0 });
+  });
+
+  test("a spend limit of zero stops every fire, manual runs included", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const workflow = await commandWorkflow(owner, "echo ok");
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 0, tokensPerDay: 0 });
+    const manual = await owner.client.post(`/api/workflows/${workflow.id}/runs`, { text: "now" });
+    expect(manual.status).toBe(429);
+    expect(countRows(world, "workflow_runs")).toBe(0);
+  });
+});

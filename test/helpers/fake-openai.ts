@@ -1,0 +1,75 @@
+/**
+ * A fake OpenAI-compatible chat-completions server on loopback, speaking the
+ * real shapes: `POST /v1/chat/completions` with `Authorization: Bearer <key>`
+ * and `{model, messages}`, answering `{id, object: "chat.completion", created,
+ * model, choices: [{index, message: {role, content}, finish_reason}], usage}` or
+ * an OpenAI error body `{error: {message, type, code}}`.
+ *
+ * @example
+ * await using openai = startFakeOpenAi({ apiKey: "sk-test" });
+ * openai.reply({ content: "hi" });
+ */
+
+/** One scripted answer: a message, or an HTTP error. */
+export interface FakeReply {
+  content?: string;
+  status?: number;
+  errorMessage?: string;
+  totalTokens?: number;
+}
+
+/** A request the fake received. */
+export interface FakeRequest {
+  authorization: string | null;
+  body: { model: string; messages: { role: string; content: string }[] };
+}
+
+/** The running fake. */
+export interface FakeOpenAi extends AsyncDisposable {
+  /** Base URL to configure, e.g. http://127.0.0.1:4321/v1 */
+  baseUrl: string;
+  requests: FakeRequest[];
+  /** Queue a scripted reply; unscripted requests get `fake answer <n>`. */
+  reply(reply: FakeReply): void;
+}
+
+/** Tokens reported when a reply does not say. */
+const DEFAULT_TOTAL_TOKENS = 42;
+
+/** Start the fake; requests with another key get the real 401 shape. */
+export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
+  const requests: FakeRequest[] = [];
+  const script: FakeReply[] = [];
+  const server = Bun.serve({
+    port: 0,
+    hostname: "127.0.0.1",
+    fetch: async (request) => {
+      const url = new URL(request.url);
+      if (request.method !== "POST" || url.pathname !== "/v1/chat/completions") return Response.json({ error: { message: "Not found", type: "invalid_request_error" } }, { status: 404 });
+      const body = (await request.json()) as FakeRequest["body"];
+      requests.push({ authorization: request.headers.get("authorization"), body });
+      if (request.headers.get("authorization") !== `Bearer ${options.apiKey}`) {
+        return Response.json({ error: { message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key" } }, { status: 401 });
+      }
+      const next = script.shift() ?? { content: `fake answer ${requests.length}` };
+      if (next.status && next.status !== 200) {
+        return Response.json({ error: { message: next.errorMessage ?? "The server had an error", type: "server_error", code: null } }, { status: next.status });
+      }
+      const total = next.totalTokens ?? DEFAULT_TOTAL_TOKENS;
+      return Response.json({
+        id: `chatcmpl-${requests.length}`,
+        object: "chat.completion",
+        created: Math.floor(Date.now() / 1000),
+        model: body.model,
+        choices: [{ index: 0, message: { role: "assistant", content: next.content ?? "" }, logprobs: null, finish_reason: "stop" }],
+        usage: { prompt_tokens: total - 2, completion_tokens: 2, total_tokens: total },
+      });
+    },
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${server.port}/v1`,
+    requests,
+    reply: (reply) => void script.push(reply),
+    [Symbol.asyncDispose]: async () => void (await server.stop(true)),
+  };
+}

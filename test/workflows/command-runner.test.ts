@@ -1,0 +1,118 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { runnerEnvironment, type RunEvent, type RunUpdate } from "../../src/workflows/index.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { startWorld } from "../helpers/world.ts";
+import { answers, commandWorkflow, fire, isAlive, issueToken, traceDir, waitForRun } from "../helpers/workflows.ts";
+
+describe("the command runner", () => {
+  test("JSON lines with a type are events, streamed as they come; the plain lines make one answer at the end", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const script = [
+      `echo '{"type":"note","text":"looking it up"}'`,
+      `echo '{"type":"answer","text":"first answer"}'`,
+      `echo '{"type":"handoff","text":"a subagent is on it"}'`,
+      `echo 'plain line one'`,
+      `echo '{"type":"unknown","text":"stays plain"}'`,
+      `echo '{"type":"background","text":"the subagent found it"}'`,
+      `echo 'plain line two'`,
+    ].join("; ");
+    const workflow = await commandWorkflow(member, script);
+    const { token } = await issueToken(member.client, workflow.id);
+    const updates: RunUpdate[] = [];
+    world.hatch.workflows.bus.subscribe({ workflowId: workflow.id }, (u) => updates.push(u));
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+
+    const expected: RunEvent[] = [
+      { type: "note", text: "looking it up" },
+      { type: "answer", text: "first answer" },
+      { type: "handoff", text: "a subagent is on it" },
+      { type: "background", text: "the subagent found it" },
+      { type: "answer", text: 'plain line one\n{"type":"unknown","text":"stays plain"}\nplain line two' },
+    ];
+    expect(run.status).toBe("succeeded");
+    expect(run.events.map(({ type, text }) => ({ type, text }))).toEqual(expected);
+    expect(run.events.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    expect(updates.map((u) => (u.type === "event" ? u.event.type : u.type === "status" ? u.status : u.outcome.kind))).toEqual([
+      "running",
+      "note",
+      "answer",
+      "handoff",
+      "background",
+      "answer",
+      "succeeded",
+    ]);
+  });
+
+  test("a non-zero exit fails the run: the real error is on the row and in the audit log, and no answer is kept", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo partial; echo 'disk on fire' >&2; exit 3");
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({ status: "failed", error: "The command exited with code 3: disk on fire", cancelled: null });
+    expect(answers(run)).toEqual([]);
+    const audit = world.platform.audit.query({ projectId: workflow.projectId, action: "workflow.run.failed" });
+    expect(audit.map((e) => ({ target: e.target, userId: e.userId, detail: e.detail }))).toEqual([
+      { target: run.id, userId: member.user.id, detail: { workflowId: workflow.id, error: "The command exited with code 3: disk on fire" } },
+    ]);
+  });
+
+  test("an error event fails the run with its text, keeping the events before it", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, `echo '{"type":"note","text":"trying"}'; echo '{"type":"error","text":"the tool refused"}'`);
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({ status: "failed", error: "the tool refused" });
+    expect(run.events.map((e) => e.type)).toEqual(["note", "error"]);
+  });
+
+  test("at the timeout the whole process group is killed, background children included", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const command = `sleep 300 & echo $! > ${dir}/child.pid; wait`;
+    const workflow = await commandWorkflow(member, command, { runner: { kind: "command", command, timeoutSeconds: 1 } });
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({ status: "failed", error: "The command timed out after 1 s" });
+    const child = Number(readFileSync(join(dir, "child.pid"), "utf8"));
+    await waitFor(() => !isAlive(child), "the background child to die");
+  });
+
+  test("a runaway writer is stopped at the output cap", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "yes hatch");
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({ status: "failed", error: "The command wrote more than 1048576 bytes to stdout" });
+  });
+
+  test("the command runs in a private scratch dir that is removed after, with its run's ids in the environment", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, `pwd > ${dir}/cwd; env > ${dir}/env; echo ok`);
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    const cwd = readFileSync(join(dir, "cwd"), "utf8").trim();
+    expect(cwd.startsWith(join(world.config.dataDir, "workflow-runs"))).toBe(true);
+    await waitFor(() => !existsSync(cwd), "the scratch dir to go");
+    const env = readFileSync(join(dir, "env"), "utf8");
+    expect(env).toContain(`TMPDIR=${cwd}\n`);
+    expect(env).toContain(`HATCH_WORKFLOW_ID=${workflow.id}\n`);
+    expect(env).toContain(`HATCH_RUN_ID=${run.id}\n`);
+  });
+
+  test("sensitive variables never reach a runner command", () => {
+    const env = runnerEnvironment(
+      { PATH: "/usr/bin", LANG: "C.UTF-8", HATCH_SECRET_KEY: "k".repeat(40), HATCH_DATA_DIR: "/data", OPENAI_API_KEY: "sk-1", GITHUB_TOKEN: "ghp", DB_PASSWORD: "pw", AWS_ACCESS_KEY_ID: "a", MY_API_KEY: "x", UNSET: undefined },
+      { scratch: "/tmp/run-1", runId: "run-1", workflowId: "wf-1" },
+    );
+    expect(env).toEqual({ PATH: "/usr/bin", LANG: "C.UTF-8", TMPDIR: "/tmp/run-1", HATCH_RUN_ID: "run-1", HATCH_WORKFLOW_ID: "wf-1" });
+  });
+});

@@ -1,0 +1,132 @@
+import { describe, expect, test } from "bun:test";
+import { UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
+import { startFakeOpenAi } from "../helpers/fake-openai.ts";
+import { startWorld, type Person, type World } from "../helpers/world.ts";
+import { answers, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
+
+const API_KEY = "sk-test-0123456789";
+const INSTRUCTION = "You are terse.";
+
+/** A project whose owner stored the API key as a project secret, and an openai workflow of a member. */
+async function openAiSetup(world: World, baseUrl: string, extra: Record<string, unknown> = {}) {
+  const project = await world.project();
+  const owner = await world.signedIn(project, "owner");
+  const member: Person = await world.signedIn(project, "member");
+  expect((await owner.client.put("/api/secrets/project/openai-key", { value: API_KEY })).status).toBe(200);
+  const workflow = await createWorkflow(member.client, { name: "Bot", instruction: INSTRUCTION, runner: { kind: "openai", baseUrl, model: "gpt-test", apiKeySecret: "openai-key" }, ...extra });
+  const { token, triggerId } = await issueToken(member.client, workflow.id);
+  return { owner, member, workflow, token, triggerId };
+}
+
+describe("the openai runner", () => {
+  test("the fake OpenAI-compatible server receives exactly the instruction and the delimited input; earlier turns follow in one-thread mode", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { member, workflow, token, triggerId } = await openAiSetup(world, openai.baseUrl);
+    const first = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "Hi, I am Ada." })).body.runId);
+    expect(first).toMatchObject({ status: "succeeded", tokensUsed: 42 });
+    expect(answers(first)).toEqual(["fake answer 1"]);
+    openai.reply({ content: "Your name is Ada." });
+    const second = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "Who am I?" })).body.runId);
+    expect(answers(second)).toEqual(["Your name is Ada."]);
+
+    const block = (nonce: string, text: string) =>
+      [`<untrusted-context id="${nonce}">`, `source: fire endpoint, webhook trigger "${triggerId}"`, UNTRUSTED_NOTE, "", text, `</untrusted-context id="${nonce}">`].join("\n");
+    const nonceOf = (i: number) => /id="([0-9a-f]{16})"/.exec(openai.requests[i]!.body.messages.at(-1)!.content)![1]!;
+    expect(openai.requests).toEqual([
+      {
+        authorization: `Bearer ${API_KEY}`,
+        body: { model: "gpt-test", messages: [{ role: "system", content: INSTRUCTION }, { role: "user", content: block(nonceOf(0), "Hi, I am Ada.") }] },
+      },
+      {
+        authorization: `Bearer ${API_KEY}`,
+        body: {
+          model: "gpt-test",
+          messages: [
+            { role: "system", content: INSTRUCTION },
+            { role: "user", content: block(nonceOf(1), "Hi, I am Ada.") },
+            { role: "assistant", content: "fake answer 1" },
+            { role: "user", content: block(nonceOf(1), "Who am I?") },
+          ],
+        },
+      },
+    ]);
+  });
+
+  test("tokens count against the project's tokens-per-day limit: past it a fire gets 429 and is audited", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, member, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 100, tokensPerDay: 50 });
+    openai.reply({ content: "one", totalTokens: 30 });
+    openai.reply({ content: "two", totalTokens: 30 });
+    for (const text of ["a", "b"]) await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text })).body.runId);
+    const refused = await fire(world, workflow.id, token, { text: "c" });
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toEqual({ code: "spend_limit_reached", message: "The project's spend limit of 50 tokens per day is reached" });
+    expect((await member.client.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 60 });
+    expect(openai.requests).toHaveLength(2);
+    expect(world.platform.audit.query({ projectId: workflow.projectId, action: "workflow.fire.refused" })[0]!.detail).toEqual({ code: "spend_limit_reached", limit: "tokens", trigger: "webhook" });
+  });
+
+  test("an endpoint that says no fails the run with its message, never the key", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: "sk-some-other-key" });
+    const { member, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect(run).toMatchObject({ status: "failed", error: `The model endpoint ${openai.baseUrl} answered 401: Incorrect API key provided.`, attempts: 1 });
+    expect(JSON.stringify(run)).not.toContain(API_KEY);
+  });
+
+  test("a missing API key secret fails the run before anything is sent", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, member, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    await owner.client.delete("/api/secrets/project/openai-key");
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({ status: "failed", error: 'Cannot find the project secret "openai-key" holding the API key' });
+    expect(openai.requests).toHaveLength(0);
+  });
+
+  test("a busy endpoint (503) puts the run in waiting-retry; the retry succeeds", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [100] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { member, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    openai.reply({ status: 503, errorMessage: "overloaded" });
+    openai.reply({ content: "second time lucky" });
+    const statuses: string[] = [];
+    world.hatch.workflows.bus.subscribe({ workflowId: workflow.id }, (u: RunUpdate) => statuses.push(u.type === "status" ? u.status : u.type === "event" ? u.event.type : u.outcome.kind));
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect(run).toMatchObject({ status: "succeeded", attempts: 2, error: null });
+    expect(answers(run)).toEqual(["second time lucky"]);
+    expect(statuses).toEqual(["running", "waiting-retry", "running", "answer", "succeeded"]);
+  });
+
+  test("cancelling a run that waits to retry ends it cancelled before start, and it is not retried", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [60_000] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { member, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    openai.reply({ status: 502 });
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    const outcomes: RunUpdate[] = [];
+    world.hatch.workflows.bus.subscribe({ runId }, (u) => outcomes.push(u));
+    await waitForRun(member.client, workflow.id, runId, (r) => r.status === "waiting-retry");
+    const cancelled = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: "before-start", attempts: 1 });
+    expect(outcomes.at(-1)).toMatchObject({ type: "finished", outcome: { kind: "cancelled-before-start", wasWaitingRetry: true } });
+    expect(world.hatch.workflows.pool.stats().delayed).toBe(0);
+    expect(openai.requests).toHaveLength(1);
+  });
+
+  test("an unreachable endpoint fails once the retries run out", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [10, 10] } });
+    const closed = startFakeOpenAi({ apiKey: API_KEY });
+    const baseUrl = closed.baseUrl;
+    await closed[Symbol.asyncDispose]();
+    const { member, workflow, token } = await openAiSetup(world, baseUrl);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run.status).toBe("failed");
+    expect(run.attempts).toBe(3);
+    expect(run.error).toStartWith(`Cannot reach the model endpoint ${baseUrl}:`);
+  });
+});

@@ -1,0 +1,143 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config.ts";
+import { startHatch } from "../../src/main.ts";
+import type { RunUpdate } from "../../src/workflows/index.ts";
+import { HttpClient } from "../helpers/http-client.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
+import { answers, commandWorkflow, countRows, fire, isAlive, issueToken, traceDir, waitForRun } from "../helpers/workflows.ts";
+
+/** A command that says it started, then works until it is killed. */
+const blocking = (dir: string) => `echo $$ > ${dir}/$HATCH_RUN_ID.started; sleep 300`;
+
+describe("the life of a run", () => {
+  test("cancel while working stops the command: cancelled / while-working, silent (no answer)", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, blocking(dir));
+    const { token } = await issueToken(member.client, workflow.id);
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${runId}.started`)), "the command to start");
+    const cancelled = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: "while-working", error: null });
+    expect(answers(cancelled.body)).toEqual([]);
+    await waitFor(() => !isAlive(Number(readFileSync(join(dir, `${runId}.started`), "utf8"))), "the command to die");
+    const again = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    expect(again.status).toBe(409);
+    expect(again.body.error.code).toBe("run_finished");
+  });
+
+  test("cancel before start: a queued run ends cancelled / before-start and never runs", async () => {
+    await using world = await startWorld({}, { workflows: { poolSize: 1 } });
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, blocking(dir), { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const first = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${first}.started`)), "the first run to start");
+    const second = (await fire(world, workflow.id, token)).body.runId;
+    expect(world.hatch.workflows.pool.stats()).toMatchObject({ running: 1, queued: 1 });
+    const outcomes: RunUpdate[] = [];
+    world.hatch.workflows.bus.subscribe({ runId: second }, (u) => outcomes.push(u));
+    const cancelled = await member.client.post(`/api/workflows/${workflow.id}/runs/${second}/cancel`);
+    expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: "before-start", startedAt: null, attempts: 0 });
+    expect(outcomes.map((u) => (u.type === "finished" ? u.outcome : u.type))).toEqual([{ kind: "cancelled-before-start", wasWaitingRetry: false }]);
+    await member.client.post(`/api/workflows/${workflow.id}/runs/${first}/cancel`);
+    expect(existsSync(join(dir, `${second}.started`))).toBe(false);
+  });
+
+  test("a run whose workflow was paused while it queued ends cancelled / workflow-not-active without running", async () => {
+    await using world = await startWorld({}, { workflows: { poolSize: 1 } });
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, blocking(dir), { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const first = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${first}.started`)), "the first run to start");
+    const second = (await fire(world, workflow.id, token)).body.runId;
+    await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "paused" });
+    await member.client.post(`/api/workflows/${workflow.id}/runs/${first}/cancel`);
+    const run = await waitForRun(member.client, workflow.id, second);
+    expect(run).toMatchObject({ status: "cancelled", cancelled: "workflow-not-active", error: "The workflow was paused when this run's turn came", startedAt: null });
+  });
+
+  test("a run executes as its creator with the creator's permissions at run time", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, `touch ${dir}/$HATCH_RUN_ID.ran; echo ran`);
+    const { token } = await issueToken(member.client, workflow.id);
+    expect((await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId)).status).toBe("succeeded");
+
+    await owner.client.delete("/api/roles/member/features/core.execute");
+    const denied = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(denied).toMatchObject({ status: "failed", error: `The workflow's creator "${member.user.email}" (role "member") lacks the feature "core.execute" the command runner needs` });
+    expect(existsSync(join(dir, `${denied.id}.ran`))).toBe(false);
+
+    await owner.client.put("/api/roles/member/features/core.execute");
+    world.hatch.sqlite.run("DELETE FROM members WHERE user_id = ?", [member.user.id]);
+    const gone = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(gone).toMatchObject({ status: "failed", error: `The workflow's creator "${member.user.email}" is no longer a member of the project` });
+    expect(existsSync(join(dir, `${gone.id}.ran`))).toBe(false);
+    expect(world.platform.audit.query({ projectId: project.id, action: "workflow.run.failed" }).map((e) => e.target)).toEqual([gone.id, denied.id]);
+  });
+
+  test("a burst of 200 fires queues and completes with the pool's bound respected", async () => {
+    await using world = await startWorld({}, { fireRatePerMinute: 0 });
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, `echo + >> ${dir}/log; sleep 0.01; echo - >> ${dir}/log; echo done`, { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const fired = await Promise.all(Array.from({ length: 200 }, (_, i) => fire(world, workflow.id, token, { text: `fire ${i}` })));
+    expect(fired.every((f) => f.status === 202)).toBe(true);
+    expect(world.hatch.workflows.pool.stats().queued).toBeGreaterThan(0);
+    await waitFor(() => countRows(world, "workflow_runs", "status = 'succeeded'") === 200, "200 runs to succeed", 60_000);
+
+    let running = 0;
+    let peak = 0;
+    for (const mark of readFileSync(join(dir, "log"), "utf8").trim().split("\n")) {
+      running += mark === "+" ? 1 : -1;
+      peak = Math.max(peak, running);
+    }
+    expect(peak).toBeLessThanOrEqual(4);
+    expect(world.hatch.workflows.pool.stats()).toEqual({ size: 4, running: 0, queued: 0, delayed: 0, peakRunning: 4 });
+  });
+
+  test("a restart fails what was running and runs what was still queued", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "hatch-restart-"));
+    const dir = mkdtempSync(join(tmpdir(), "hatch-trace-"));
+    try {
+      const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir });
+      const first = await startHatch(config, { workflows: { poolSize: 1 } });
+      const user = await first.platform.users.create("maker@example.com", TEST_PASSWORD);
+      const project = first.platform.projects.create("restart", "Restart", user.id);
+      const client = new HttpClient(first.url);
+      await client.post("/api/auth/login", { email: user.email, password: TEST_PASSWORD });
+      const command = `if [ -e ${dir}/block ]; then echo $$ > ${dir}/started; sleep 300; fi; echo after restart`;
+      const workflow = (await client.post("/api/workflows", { name: "R", mode: "fresh", runner: { kind: "command", command } })).body;
+      writeFileSync(join(dir, "block"), "");
+      const running = (await client.post(`/api/workflows/${workflow.id}/runs`, {})).body.id;
+      await waitFor(() => existsSync(join(dir, "started")), "the first run to start");
+      rmSync(join(dir, "block"));
+      const queued = (await client.post(`/api/workflows/${workflow.id}/runs`, {})).body.id;
+      await first.stop();
+
+      await using second = await startHatch(config);
+      const again = new HttpClient(second.url);
+      await again.post("/api/auth/login", { email: user.email, password: TEST_PASSWORD });
+      await again.post("/api/auth/project", { project: project.slug });
+      expect((await again.get(`/api/workflows/${workflow.id}/runs/${running}`)).body).toMatchObject({ status: "failed", error: "The server stopped while this run was working" });
+      expect(answers(await waitForRun(again, workflow.id, queued))).toEqual(["after restart"]);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

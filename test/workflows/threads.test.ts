@@ -1,0 +1,76 @@
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { UNTRUSTED_NOTE } from "../../src/workflows/index.ts";
+import { startWorld } from "../helpers/world.ts";
+import { answers, commandWorkflow, fire, issueToken, traceDir, waitForRun } from "../helpers/workflows.ts";
+
+/** A command that keeps its stdin for the test and answers with its run id. */
+const keepStdin = (dir: string) => `cat > ${dir}/$HATCH_RUN_ID.stdin; echo "answer of $HATCH_RUN_ID"`;
+
+describe("threads", () => {
+  test("two fires into a one-thread workflow: the second run is given the first turn and its answer", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, keepStdin(dir));
+    const { token, triggerId } = await issueToken(member.client, workflow.id);
+    const first = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "my name is Ada" })).body.runId);
+    const second = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "what is my name?" })).body.runId);
+    expect(answers(first)).toEqual([`answer of ${first.id}`]);
+
+    const stdin = readFileSync(join(dir, `${second.id}.stdin`), "utf8");
+    const nonce = /<untrusted-context id="([0-9a-f]{16})">/.exec(stdin)![1];
+    const block = (text: string) => [`<untrusted-context id="${nonce}">`, `source: fire endpoint, webhook trigger "${triggerId}"`, UNTRUSTED_NOTE, "", text, `</untrusted-context id="${nonce}">`].join("\n");
+    expect(stdin).toBe(
+      [
+        "Answer the message.",
+        "Earlier turns of this conversation, oldest first:",
+        block("my name is Ada"),
+        [`<answer id="${nonce}">`, `answer of ${first.id}`, `</answer id="${nonce}">`].join("\n"),
+        "This turn:",
+        block("what is my name?"),
+      ].join("\n\n") + "\n",
+    );
+  });
+
+  test("fresh runs are independent: no earlier turns", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, keepStdin(dir), { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "one" })).body.runId);
+    const second = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "two" })).body.runId);
+    const stdin = readFileSync(join(dir, `${second.id}.stdin`), "utf8");
+    expect(stdin).not.toContain("Earlier turns");
+    expect(stdin).not.toContain("one");
+    expect(stdin.startsWith("Answer the message.\n\n<untrusted-context")).toBe(true);
+  });
+
+  test("one-thread runs of a workflow run one at a time, in the order they were fired", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, `n=$(tail -n 2 | head -n 1); echo "start $n" >> ${dir}/log; sleep 0.05; echo "end $n" >> ${dir}/log; echo "done $n"`);
+    const { token } = await issueToken(member.client, workflow.id);
+    const fired = [];
+    for (const n of [1, 2, 3, 4, 5]) fired.push(await fire(world, workflow.id, token, { text: String(n) }));
+    for (const f of fired) await waitForRun(member.client, workflow.id, f.body.runId);
+    expect(readFileSync(join(dir, "log"), "utf8").trim().split("\n")).toEqual([1, 2, 3, 4, 5].flatMap((n) => [`start ${n}`, `end ${n}`]));
+    const runs = (await member.client.get(`/api/workflows/${workflow.id}/runs`)).body.runs;
+    expect(runs.map((r: { number: number; status: string }) => [r.number, r.status])).toEqual([5, 4, 3, 2, 1].map((n) => [n, "succeeded"]));
+  });
+
+  test("fresh runs of one workflow run side by side", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const dir = traceDir(world);
+    // Each run waits until both have started: that only ends if they run at the same time.
+    const command = `touch ${dir}/$HATCH_RUN_ID; until [ $(ls ${dir} | wc -l) -ge 2 ]; do sleep 0.01; done; echo together`;
+    const workflow = await commandWorkflow(member, command, { mode: "fresh", runner: { kind: "command", command, timeoutSeconds: 10 } });
+    const { token } = await issueToken(member.client, workflow.id);
+    const fired = await Promise.all([fire(world, workflow.id, token), fire(world, workflow.id, token)]);
+    for (const f of fired) expect(answers(await waitForRun(member.client, workflow.id, f.body.runId))).toEqual(["together"]);
+  });
+});

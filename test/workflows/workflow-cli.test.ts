@@ -1,0 +1,77 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { adminCommands, workflowCommands } from "../../src/cli/index.ts";
+import { loadConfig } from "../../src/config.ts";
+import { startHatch } from "../../src/main.ts";
+import { hatchCli } from "../helpers/cli.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+
+const commands = [...adminCommands, ...workflowCommands];
+const cli = (dir: string, argv: string[]) => hatchCli(dir, argv, commands);
+
+function tempDataDir(): string & Disposable {
+  const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
+  return Object.assign(dir, { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) }) as never;
+}
+
+/** POST the fire endpoint with the real curl, as the README does (fetch where curl is not installed). */
+async function curlFire(url: string, token: string, body: string): Promise<{ status: number; body: any }> {
+  if (!Bun.which("curl")) {
+    const response = await fetch(url, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body });
+    return { status: response.status, body: await response.json() };
+  }
+  const child = Bun.spawn(["curl", "-s", "-w", "\n%{http_code}", "-X", "POST", "-H", `Authorization: Bearer ${token}`, "-H", "Content-Type: application/json", "-d", body, url], { stdout: "pipe" });
+  const out = (await new Response(child.stdout).text()).trim().split("\n");
+  await child.exited;
+  return { status: Number(out.pop()), body: JSON.parse(out.join("\n")) };
+}
+
+describe("the workflow CLI", () => {
+  test("add a workflow, issue its token, fire it with curl, read the run's answer; rotating makes the old token 401 at once", async () => {
+    using dir = tempDataDir();
+    await cli(dir, ["admin", "user", "add", "--email", "owner@example.com", "--password", "owner pass 1"]);
+    await cli(dir, ["admin", "project", "add", "--slug", "demo", "--name", "Demo", "--owner", "owner@example.com"]);
+    const added = await cli(dir, ["workflow", "add", "--project", "demo", "--owner", "owner@example.com", "--name", "Greeter", "--command", `echo "hello, $(tail -n 2 | head -n 1)"`, "--mode", "fresh", "--json"]);
+    expect(added.code).toBe(0);
+    const workflow = added.json();
+    expect(workflow.id).toMatch(/^wf-/);
+    expect(workflow).toMatchObject({ name: "Greeter", mode: "fresh", status: "active", runner: { kind: "command" } });
+    expect((await cli(dir, ["workflow", "list", "--project", "demo"])).out).toContain(`${workflow.id}  Greeter  active  fresh  manual  command`);
+
+    const issued = await cli(dir, ["workflow", "token", "rotate", "--workflow", workflow.id]);
+    const token = issued.out.split("\n")[0]!;
+    expect(token).toMatch(/^wfk1_[A-Za-z0-9_-]{43}$/);
+    expect(issued.out).toContain("shown once");
+
+    await using hatch = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir }));
+    const url = `${hatch.url}/api/webhooks/workflow/${workflow.id}/fire`;
+    const fired = await curlFire(url, token, '{"text":"Ada"}');
+    expect(fired).toEqual({ status: 202, body: { runId: expect.any(String), workflowId: workflow.id, number: 1, status: "queued" } });
+    await waitFor(async () => (await cli(dir, ["workflow", "runs", "--workflow", workflow.id, "--json"])).json()[0]?.status === "succeeded", "the run");
+    const runs = await cli(dir, ["workflow", "runs", "--workflow", workflow.id]);
+    expect(runs.out.trim()).toBe(`#1 succeeded (webhook) ${fired.body.runId}  "hello, Ada"`);
+
+    const rotated = (await cli(dir, ["workflow", "token", "rotate", "--workflow", workflow.id, "--json"])).json();
+    expect(rotated.token).not.toBe(token);
+    expect((await curlFire(url, token, "{}")).status).toBe(401);
+    expect((await curlFire(url, rotated.token, "{}")).status).toBe(202);
+  });
+
+  test("bad arguments exit 2 with usage and change nothing; a refused command exits 1", async () => {
+    using dir = tempDataDir();
+    await cli(dir, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"]);
+    await cli(dir, ["admin", "user", "add", "--email", "stranger@example.com", "--password", "stranger pass 1"]);
+    await cli(dir, ["admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com"]);
+    const base = ["workflow", "add", "--project", "p", "--name", "W", "--command", "true"];
+    expect((await cli(dir, [...base, "--owner", "o@example.com", "--mode", "sometimes"])).code).toBe(2);
+    expect((await cli(dir, [...base, "--owner", "stranger@example.com"])).err).toContain("stranger@example.com is not a member of p");
+    expect((await cli(dir, ["workflow", "token", "rotate", "--workflow", "wf-nope"])).code).toBe(2);
+    expect((await cli(dir, ["workflow", "runs"])).err).toContain("--workflow is required");
+    const refused = await cli(dir, [...base, "--owner", "o@example.com", "--timeout", "0", "--json"]);
+    expect(refused.code).toBe(1);
+    expect(JSON.parse(refused.err).error.code).toBe("invalid_timeout");
+    expect((await cli(dir, ["workflow", "list", "--project", "p", "--json"])).json()).toEqual([]);
+  });
+});

@@ -1,0 +1,139 @@
+import { describe, expect, test } from "bun:test";
+import { CHANNEL_ASSISTANT } from "../../src/workflows/index.ts";
+import { startWorld } from "../helpers/world.ts";
+import { commandWorkflow, countRows, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
+
+describe("workflow management", () => {
+  test("a member creates a workflow with defaults for a chat-style bot and the creator recorded", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi");
+    expect(workflow).toEqual({
+      id: expect.stringMatching(/^wf-/),
+      projectId: expect.any(String),
+      name: "Echo",
+      instruction: "Answer the message.",
+      runner: { kind: "command", command: "echo hi", timeoutSeconds: 120 },
+      mode: "one-thread",
+      status: "active",
+      schedule: "manual",
+      announce: false,
+      template: null,
+      createdBy: member.user.id,
+      createdAt: expect.any(Number),
+      updatedAt: expect.any(Number),
+      triggers: [],
+    });
+    expect((await member.client.get(`/api/workflows/${workflow.id}`)).body).toEqual(workflow);
+  });
+
+  test("members see and manage only their own workflows; workflows.manage (owner, admin) manages all; a viewer gets 403", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const alice = await world.signedIn(project, "member");
+    const bob = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    const viewer = await world.signedIn(project, "viewer");
+    const mine = await commandWorkflow(alice, "echo alice");
+    await commandWorkflow(bob, "echo bob");
+
+    expect((await alice.client.get("/api/workflows")).body.workflows.map((w: { id: string }) => w.id)).toEqual([mine.id]);
+    expect((await admin.client.get("/api/workflows")).body.workflows).toHaveLength(2);
+    const hidden = await bob.client.get(`/api/workflows/${mine.id}`);
+    const unknown = await bob.client.get("/api/workflows/wf-nope");
+    expect(hidden.status).toBe(404);
+    expect(hidden.body.error.code).toBe(unknown.body.error.code);
+    expect((await bob.client.request("PATCH", `/api/workflows/${mine.id}`, { status: "paused" })).status).toBe(404);
+    expect((await bob.client.delete(`/api/workflows/${mine.id}`)).status).toBe(404);
+    expect((await admin.client.request("PATCH", `/api/workflows/${mine.id}`, { status: "paused" })).body.status).toBe("paused");
+
+    expect((await viewer.client.get("/api/workflows")).status).toBe(403);
+    const create = await viewer.client.post("/api/workflows", { name: "x", runner: { kind: "command", command: "true" } });
+    expect(create.status).toBe(403);
+    // Admins manage every workflow but hold no core.execute by default, so a workflow cannot run as them.
+    expect((await admin.client.post("/api/workflows", { name: "x", runner: { kind: "command", command: "true" } })).body.error.code).toBe("feature_required");
+    expect(countRows(world, "workflows")).toBe(2);
+  });
+
+  test("another project's workflow is invisible, and anonymous callers get 401", async () => {
+    await using world = await startWorld();
+    const a = await world.signedIn(await world.project("a"), "owner");
+    const b = await world.signedIn(await world.project("b"), "owner");
+    const workflow = await commandWorkflow(a, "echo a");
+    expect((await b.client.get(`/api/workflows/${workflow.id}`)).status).toBe(404);
+    expect((await b.client.get(`/api/workflows/${workflow.id}/runs`)).status).toBe(404);
+    expect((await world.anonymous().get("/api/workflows")).status).toBe(401);
+  });
+
+  test("invalid fields are refused with 400 naming them, and nothing is stored", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const bad: [Record<string, unknown>, string][] = [
+      [{ name: " ", runner: { kind: "command", command: "true" } }, "invalid_name"],
+      [{ name: "x", runner: { kind: "command", command: "  " } }, "invalid_command"],
+      [{ name: "x", runner: { kind: "command", command: "true", timeoutSeconds: 0 } }, "invalid_timeout"],
+      [{ name: "x", runner: { kind: "command", command: "true" }, schedule: "every tuesday" }, "invalid_schedule"],
+      [{ name: "x", runner: { kind: "command", command: "true" }, mode: "sometimes" }, "invalid_request"],
+      [{ name: "x", runner: { kind: "shell", command: "true" } }, "invalid_request"],
+      [{ name: "x", runner: { kind: "openai", baseUrl: "ftp://x", model: "m", apiKeySecret: "k" } }, "invalid_base_url"],
+      [{ name: "x", runner: { kind: "openai", baseUrl: "http://x", model: "m", apiKeySecret: "bad id!" } }, "invalid_secret_id"],
+      [{ template: "no-such-template", runner: { kind: "command", command: "true" } }, "unknown_template"],
+      [{ template: "channel-assistant", mode: "fresh", runner: { kind: "command", command: "true" } }, "template_fixed"],
+    ];
+    for (const [body, code] of bad) {
+      const response = await member.client.post("/api/workflows", body);
+      expect({ status: response.status, code: response.body.error?.code }).toEqual({ status: 400, code });
+    }
+    const workflow = await commandWorkflow(member, "true");
+    const patch = await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { name: "renamed", schedule: "nonsense" });
+    expect(patch.body.error.code).toBe("invalid_schedule");
+    expect((await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "awaiting-template-upgrade" })).status).toBe(400);
+    expect((await member.client.get(`/api/workflows/${workflow.id}`)).body.name).toBe("Echo");
+    expect(countRows(world, "workflows")).toBe(1);
+  });
+
+  test("edits change status, schedule, mode and delivery policy; delete removes the workflow with its runs and triggers", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi");
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await fire(world, workflow.id, token);
+    await waitForRun(member.client, workflow.id, run.body.runId);
+    const patched = await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { schedule: "0 9 * * 1-5", mode: "fresh", announce: true, status: "paused" });
+    expect(patched.body).toMatchObject({ schedule: "0 9 * * 1-5", mode: "fresh", announce: true, status: "paused" });
+    expect((await member.client.delete(`/api/workflows/${workflow.id}`)).body).toEqual({ ok: true });
+    expect((await member.client.get(`/api/workflows/${workflow.id}`)).status).toBe(404);
+    expect([countRows(world, "workflow_runs"), countRows(world, "workflow_triggers"), countRows(world, "workflow_run_events")]).toEqual([0, 0, 0]);
+    expect(world.platform.audit.query({ projectId: workflow.projectId }).map((e) => e.action)).toEqual(
+      expect.arrayContaining(["workflow.add", "workflow.trigger.add", "workflow.update", "workflow.delete"]),
+    );
+  });
+
+  test("the Channel assistant template installs with a manual schedule, one thread and channel etiquette", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const templates = await member.client.get("/api/workflows/templates");
+    expect(templates.body.templates.map((t: { id: string }) => t.id)).toEqual(["channel-assistant"]);
+    const workflow = await createWorkflow(member.client, { template: "channel-assistant", runner: { kind: "command", command: "echo NO_REPLY" } });
+    expect(workflow).toMatchObject({ name: "Channel assistant", schedule: "manual", mode: "one-thread", status: "active", template: { id: "channel-assistant", version: 1 } });
+    expect(workflow.instruction).toBe(CHANNEL_ASSISTANT.instruction);
+    expect(workflow.instruction).toContain("short");
+    expect(workflow.instruction).toContain("No markdown tables");
+    expect(workflow.instruction).toContain("NO_REPLY");
+  });
+
+  test("an install of an older template version awaits an upgrade, refuses to fire, and is active again once upgraded", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await createWorkflow(member.client, { template: "channel-assistant", runner: { kind: "command", command: "echo hi" } });
+    world.hatch.sqlite.run("UPDATE workflows SET template_version = 0, instruction = 'old etiquette' WHERE id = ?", [workflow.id]);
+    const flagged = world.hatch.workflows.workflows.flagOutdatedTemplates([CHANNEL_ASSISTANT]);
+    expect(flagged).toEqual([workflow.id]);
+    const { token } = await issueToken(member.client, workflow.id);
+    expect((await fire(world, workflow.id, token)).status).toBe(409);
+    expect((await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "active" })).body.error.code).toBe("template_upgrade_required");
+    const upgraded = await member.client.post(`/api/workflows/${workflow.id}/upgrade-template`);
+    expect(upgraded.body).toMatchObject({ status: "active", instruction: CHANNEL_ASSISTANT.instruction, template: { version: CHANNEL_ASSISTANT.version } });
+    expect((await fire(world, workflow.id, token)).status).toBe(202);
+  });
+});
