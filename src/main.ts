@@ -3,11 +3,12 @@ import { join } from "node:path";
 import { createApp } from "./app.ts";
 import type { HatchConfig } from "./config.ts";
 import { openDatabase, type OpenDatabase } from "./db/index.ts";
-import { createPlatform, loadSecretKey, platformRoutes, type Platform } from "./platform/index.ts";
+import { createPlatform, FEATURES, hasFeature, loadSecretKey, platformRoutes, type Platform } from "./platform/index.ts";
 import { cachedProbe } from "./confine/index.ts";
 import { createTerminalPart, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
 import { fireRoutes, triggerRoutes, WebhookTokens } from "./fire/index.ts";
-import { runRoutes, startWorkflowsPart, workflowRoutes, type WorkflowsPart } from "./workflows/index.ts";
+import { createRunnerSpawner, runRoutes, startWorkflowsPart, workflowRoutes, type WorkflowsPart } from "./workflows/index.ts";
+import { defaultShellDeps, selectShell } from "./pty/index.ts";
 
 /** A running hatch: both servers, the platform, and one stop for all of it. */
 export interface Hatch {
@@ -54,7 +55,17 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     reaperIntervalMs: overrides.reaperIntervalMs,
   });
   await terminal.start();
-  const workflows = startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv: process.env, now, ...overrides.workflows });
+  const baseEnv = overrides.baseEnv ?? process.env;
+  const runnerSpawn = createRunnerSpawner({
+    shell: selectShell("runner", defaultShellDeps({ ...baseEnv, HATCH_SHELL: config.shell ?? undefined })),
+    planner: terminal.confinement.status().mode ? terminal.confinement.command : null,
+    protectedPaths: [config.dataDir],
+    unconfined: (projectId, userId) => {
+      const role = platform.projects.roleOf(projectId, userId);
+      return role !== null && hasFeature(platform.roles.featuresOf(projectId, role), FEATURES.execUnconfined);
+    },
+  });
+  const workflows = startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv, spawn: runnerSpawn, now, ...overrides.workflows });
   const fireTokens = new WebhookTokens(workflows.triggers);
   const app = createApp({
     routes: [

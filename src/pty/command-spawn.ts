@@ -3,6 +3,7 @@ import type { LaunchSpec } from "./launch-spec.ts";
 
 /** A non-interactive child process: output streams, exit, and a group kill. */
 export interface CommandProcess {
+  readonly pid: number;
   readonly stdout: ReadableStream<Uint8Array>;
   readonly stderr: ReadableStream<Uint8Array>;
   readonly exited: Promise<number>;
@@ -17,9 +18,11 @@ export type CommandSpawner = (launch: LaunchSpec, argv: string[]) => CommandProc
  * Spawn a non-interactive child in its own process group (`detached`), so a
  * timeout kills everything it started, not just the shell. Only fds 0-2 reach it.
  */
-export function spawnDetached(command: { argv: string[]; cwd: string; env: Record<string, string> }): CommandProcess {
-  const child = Bun.spawn(command.argv, { cwd: command.cwd, env: command.env, stdin: "ignore", stdout: "pipe", stderr: "pipe", detached: true });
+export function spawnDetached(command: { argv: string[]; cwd: string; env: Record<string, string>; stdin?: string }): CommandProcess {
+  const stdin = command.stdin === undefined ? "ignore" : new TextEncoder().encode(command.stdin);
+  const child = Bun.spawn(command.argv, { cwd: command.cwd, env: command.env, stdin, stdout: "pipe", stderr: "pipe", detached: true });
   return {
+    pid: child.pid,
     stdout: child.stdout,
     stderr: child.stderr,
     exited: child.exited,

@@ -1,6 +1,7 @@
 import type { Terminal } from "@xterm/headless";
 import { resizeWithoutReflow } from "./mirror-terminal.ts";
 
+/** A write of nothing, whose callback runs once everything queued before it is parsed. */
 const EMPTY = new Uint8Array(0);
 
 interface BoundaryRequest {

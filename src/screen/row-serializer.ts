@@ -126,6 +126,7 @@ function clipLine(line: IBufferLine, cols: number, scratch: IBufferCell): IBuffe
   };
 }
 
+/** The row presented as starting a new line. */
 function unwrapped(line: IBufferLine): IBufferLine {
   return {
     isWrapped: false,

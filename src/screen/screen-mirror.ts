@@ -34,7 +34,15 @@ const DEFAULT_RING_BYTES = 1024 * 1024;
 
 /** xterm.js silently widens anything narrower (its MINIMUM_COLS), which would make the mirror disagree with the PTY. */
 const MIN_COLS = 2;
+/** One row is the least xterm.js (and a PTY) accepts. */
 const MIN_ROWS = 1;
+
+/**
+ * xterm.js throws away writes once this many bytes wait to be parsed
+ * (WriteBuffer's DISCARD_WATERMARK); the mirror refuses them first, before
+ * its offset, ring and scanner have moved, so it never loses sync.
+ */
+const XTERM_DISCARD_WATERMARK = 50_000_000;
 
 /**
  * How long a snapshot waits for the rest of a sequence or character that a
@@ -75,6 +83,7 @@ export class ScreenMirror {
   #offset = 0;
   /** No reconnect replays bytes before this: the end of the last full-screen app, or the last resize. */
   #replayFloor = 0;
+  #lastResizeAt = 0;
   #writeWaiters: (() => void)[] = [];
   #disposed = false;
 
@@ -125,10 +134,14 @@ export class ScreenMirror {
   /**
    * Feed raw PTY output. Synchronous and cheap: ring append, byte scan, and a
    * queued parse. The mirror keeps a reference to `chunk`; do not reuse it.
-   * Writes after `dispose` are ignored.
+   * Writes after `dispose` are ignored. Throws, changing nothing, when the
+   * parse backlog is past xterm.js's 50 MB limit: pause the PTY on `backlog`.
    */
   write(chunk: Uint8Array): void {
     if (this.#disposed || chunk.length === 0) return;
+    if (this.#queue.backlog > XTERM_DISCARD_WATERMARK) {
+      throw new Error(`Cannot mirror output: ${this.#queue.backlog} bytes are waiting to be parsed; pause the PTY on backlog`);
+    }
     const base = this.#offset;
     const lastExit = this.#scanner.scan(chunk, base);
     if (lastExit >= 0) this.#replayFloor = lastExit;
@@ -158,10 +171,12 @@ export class ScreenMirror {
 
   /**
    * The bytes in [offset, this.offset) whatever the screen mode, or null when
-   * the ring no longer holds them. Only for catching a client up right after
-   * a snapshot taken at `offset`; a reconnect must use `missedSince`.
+   * the ring no longer holds them or the mirror was resized after `offset`
+   * (take a new snapshot then). Only for catching a client up right after a
+   * snapshot taken at `offset`; a reconnect must use `missedSince`.
    */
   bytesSince(offset: number): Uint8Array | null {
+    if (offset < this.#lastResizeAt) return null;
     return this.#ring.slice(offset);
   }
 
@@ -205,6 +220,7 @@ export class ScreenMirror {
     this.#cols = cols;
     this.#rows = rows;
     this.#replayFloor = this.#offset;
+    this.#lastResizeAt = this.#offset;
     this.#queue.resize(cols, rows);
   }
 

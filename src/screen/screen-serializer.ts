@@ -16,6 +16,7 @@ const FULL_REGION = "\x1b[r";
 /** DECSET 1049: save the cursor and switch to a cleared alternate screen. */
 const ENTER_ALT_SCREEN = "\x1b[?1049h";
 
+/** CUP with no parameters: the top-left cell, where the screen serialization starts. */
 const CURSOR_HOME = "\x1b[H";
 
 /** DECTCEM reset: full-screen apps hide the cursor, and the addon does not carry that. */

@@ -183,6 +183,7 @@ function logicalLineEnd(buffer: IBuffer, row: number, limit: number): number {
   return end;
 }
 
+/** A row's text, to notice if a cached row was ever rewritten after all. */
 function rowText(buffer: IBuffer, row: number): string {
   return buffer.getLine(row)?.translateToString(false) ?? "";
 }

@@ -41,7 +41,14 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
     const scratch = await mkdtemp(join(this.options.scratchRoot, "run-"));
     try {
       const env = runnerEnvironment(this.options.baseEnv, { scratch, runId: request.runId, workflowId: request.workflow.id });
-      const child = this.options.spawn({ command: request.settings.command, cwd: scratch, env, stdin: renderDocument(request.prompt) });
+      const child = this.options.spawn({
+        command: request.settings.command,
+        cwd: scratch,
+        env,
+        stdin: renderDocument(request.prompt),
+        projectId: request.workflow.projectId,
+        createdBy: request.workflow.createdBy,
+      });
       const outcome = await supervise(child, request);
       if (request.signal.aborted) return { tokensUsed: 0 };
       if (outcome.problem) throw new RunnerFailedError(outcome.problem);

@@ -16,11 +16,11 @@ export { RunBus, type RunFilter, type RunListener, type RunOutcome, type RunRef,
 export { runRoutes, MAX_RUNS_PAGE } from "./run-routes.ts";
 export { sourceLine, type RunSource } from "./run-source.ts";
 export { RUN_EVENT_TYPES, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
-export { isSensitiveName, runnerEnvironment } from "./runner-environment.ts";
+export { runnerEnvironment } from "./runner-environment.ts";
 export { FINISHED_STATUSES, Runs, type CancelPhase, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
 export { manageableWorkflow, workflowRoutes, workflowView } from "./routes.ts";
 export { SCHEDULE_TIMEZONE, WorkflowScheduler } from "./scheduler.ts";
-export { RUNNER_SHELL, spawnRunnerCommand, type RunnerCommandSpawner, type RunnerCommandSpec, type RunnerProcess } from "./spawn-runner-command.ts";
+export { createRunnerSpawner, type RunnerCommandSpawner, type RunnerCommandSpec, type RunnerProcess, type RunnerSpawnerOptions } from "./spawn-runner-command.ts";
 export { DEFAULT_SPEND_LIMIT, SPEND_LIMIT_REACHED, SpendLimits, type SpendLimit } from "./spend-limits.ts";
 export { CHANNEL_ASSISTANT, NO_REPLY, TEMPLATES, type WorkflowTemplate } from "./templates.ts";
 export { Triggers, type StoredTokenHash, type Trigger, type TriggerKind } from "./triggers.ts";

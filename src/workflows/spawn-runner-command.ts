@@ -1,63 +1,57 @@
+import { HatchError } from "../platform/index.ts";
+import { spawnDetached, type CommandProcess, type ConfinePlanner } from "../pty/index.ts";
+
 /** What the command runner asks to run: a command line, where, with what, and the prompt on stdin. */
 export interface RunnerCommandSpec {
   command: string;
-  /** The run's private scratch directory. */
+  /** The run's private scratch directory (mode 0700): its working directory and only writable place. */
   cwd: string;
   /** Already stripped of sensitive variables (see `runnerEnvironment`). */
   env: Record<string, string>;
   /** Written to the child's stdin, then closed. */
   stdin: string;
+  /** Whose run this is: a creator holding exec.unconfined gets the bare spawn. */
+  projectId: string;
+  createdBy: string;
 }
 
 /** A running runner command: its output, its exit, and a kill for its whole process group. */
-export interface RunnerProcess {
-  readonly pid: number;
-  readonly stdout: ReadableStream<Uint8Array>;
-  readonly stderr: ReadableStream<Uint8Array>;
-  readonly exited: Promise<number>;
-  /** Signal the child's whole process group, so nothing it started outlives it. */
-  kill(signal: NodeJS.Signals): void;
-}
+export type RunnerProcess = CommandProcess;
 
-/** Spawns a runner command. The one seam the confinement issue replaces with a confined spawn. */
+/** Spawns a runner command. */
 export type RunnerCommandSpawner = (spec: RunnerCommandSpec) => RunnerProcess;
 
-/**
- * The agent runner's shell. The specification's shell-selection rule for the
- * "agent runner" will come from `selectShell("runner", deps)` in src/pty once
- * that part exports it; until then, bash (every supported image has it).
- */
-export const RUNNER_SHELL = ["/bin/bash", "-c"] as const;
+/** Collaborators of the runner spawner. */
+export interface RunnerSpawnerOptions {
+  /** The agent runner's shell (`selectShell("runner")`: bash preferred, $SHELL last). */
+  shell: string;
+  /** Plans the confined wrapper; null where confinement is unavailable, and then runs fail closed. */
+  planner: ConfinePlanner | null;
+  /** Never readable from a run (the data dir: database and key). */
+  protectedPaths: string[];
+  /** Whether the creator holds exec.unconfined right now. */
+  unconfined(projectId: string, userId: string): boolean;
+}
 
 /**
- * The unconfined spawn of a runner command, behind the one function the
- * confinement issue will replace. `detached` gives the child its own process
- * group, so a timeout or a cancel kills everything it started.
- *
- * @example
- * const child = spawnRunnerCommand({ command: "cat", cwd: scratch, env: {}, stdin: "hello" });
+ * The command runner's spawn: confined like a source tab with nothing writable
+ * but the run's scratch dir (Landlock, plus bubblewrap where it works), or bare
+ * for a creator holding exec.unconfined — the same rule as the terminal. Where
+ * confinement is unavailable a run fails closed; it never runs unsandboxed.
  */
-export const spawnRunnerCommand: RunnerCommandSpawner = (spec) => {
-  const child = Bun.spawn([...RUNNER_SHELL, spec.command], {
-    cwd: spec.cwd,
-    env: spec.env,
-    stdin: new TextEncoder().encode(spec.stdin),
-    stdout: "pipe",
-    stderr: "pipe",
-    detached: true,
-  });
-  return {
-    pid: child.pid,
-    stdout: child.stdout,
-    stderr: child.stderr,
-    exited: child.exited,
-    kill: (signal) => {
-      try {
-        process.kill(-child.pid, signal);
-      } catch {
-        // The group is gone already; make sure the leader is too.
-        child.kill(signal);
-      }
-    },
+export function createRunnerSpawner(options: RunnerSpawnerOptions): RunnerCommandSpawner {
+  return (spec) => {
+    const argv = [options.shell, "-c", spec.command];
+    if (options.unconfined(spec.projectId, spec.createdBy)) return spawnDetached({ argv, cwd: spec.cwd, env: spec.env, stdin: spec.stdin });
+    if (!options.planner) throw new HatchError("confinement_unavailable", 500, "Cannot run the command: confinement is unavailable on this server");
+    const plan = options.planner({
+      sourceSlug: "workflow-run",
+      cwd: spec.cwd,
+      argv,
+      env: spec.env,
+      scratch: spec.cwd,
+      confine: { roots: [], deny: options.protectedPaths, boundary: spec.cwd },
+    });
+    return spawnDetached({ argv: plan.argv, cwd: plan.cwd, env: plan.env, stdin: spec.stdin });
   };
-};
+}

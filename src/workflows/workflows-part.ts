@@ -6,7 +6,7 @@ import { OpenAiRunner } from "./openai-runner.ts";
 import { RunBus } from "./run-bus.ts";
 import { Runs } from "./runs.ts";
 import { WorkflowScheduler } from "./scheduler.ts";
-import { spawnRunnerCommand, type RunnerCommandSpawner } from "./spawn-runner-command.ts";
+import type { RunnerCommandSpawner } from "./spawn-runner-command.ts";
 import { SpendLimits } from "./spend-limits.ts";
 import { TEMPLATES } from "./templates.ts";
 import { Triggers } from "./triggers.ts";
@@ -45,8 +45,8 @@ export interface WorkflowsPartOptions {
   baseEnv: Record<string, string | undefined>;
   poolSize?: number;
   retryDelaysMs?: readonly number[];
-  /** The command spawn seam (the confinement issue passes its confined spawn). */
-  spawn?: RunnerCommandSpawner;
+  /** Spawns runner commands (confined: see `createRunnerSpawner`). */
+  spawn: RunnerCommandSpawner;
   fetch?: typeof fetch;
   now?: () => number;
 }
@@ -76,7 +76,7 @@ export function startWorkflowsPart(options: WorkflowsPartOptions): WorkflowsPart
   const bus = new RunBus();
   const pool = new WorkerPool({ size: options.poolSize ?? DEFAULT_POOL_SIZE, onError: (e) => console.error("hatch: workflow run crashed", e) });
   const runners = {
-    command: new CommandRunner({ spawn: options.spawn ?? spawnRunnerCommand, baseEnv: options.baseEnv, scratchRoot: join(options.dataDir, RUN_SCRATCH_FOLDER) }),
+    command: new CommandRunner({ spawn: options.spawn, baseEnv: options.baseEnv, scratchRoot: join(options.dataDir, RUN_SCRATCH_FOLDER) }),
     openai: new OpenAiRunner({ revealSecret: (projectId, id) => options.platform.secrets.reveal("project", projectId, id), fetch: options.fetch }),
   };
   const engine = new WorkflowEngine({

@@ -2,6 +2,7 @@ import { expect } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Project } from "../../src/platform/index.ts";
 import type { Run, Trigger, Workflow } from "../../src/workflows/index.ts";
 import type { HttpClient, JsonResponse } from "./http-client.ts";
 import { waitFor } from "./wait-for.ts";
@@ -61,6 +62,16 @@ export function countRows(world: World, table: string, where = "1 = 1", ...param
 }
 
 /** A temp dir removed with the world: where test commands leave their traces. */
+/**
+ * A member whose workflow runs spawn bare (the role holds exec.unconfined), so a
+ * test can watch a run's side effects in a trace dir outside the run's scratch.
+ * Runs are otherwise confined; test/workflows/confined-runs.test.ts covers that.
+ */
+export async function memberWithBareRuns(world: World, project: Project): Promise<Person> {
+  world.platform.roles.grant(project.id, "member", "exec.unconfined");
+  return world.signedIn(project, "member");
+}
+
 export function traceDir(world: World): string {
   const dir = mkdtempSync(join(tmpdir(), "hatch-trace-"));
   world.onDispose(() => rmSync(dir, { recursive: true, force: true }));

@@ -2,9 +2,9 @@ import { describe, expect, test } from "bun:test";
 import { ScreenMirror } from "../../src/screen/index.ts";
 import { MirrorUnderTest, encode, expectSnapshotReproduces, feed, freshTerminal, replay, screenState } from "./mirror-fixture.ts";
 
-/** What a full-screen app such as htop draws: clear, a coloured title bar, rows of text, the cursor parked. */
+/** What a full-screen app such as htop draws: modes (cursor keys, mouse), clear, a coloured title bar, rows of text, the cursor parked. */
 const DRAW_APP = [
-  "\x1b[?1049h\x1b[H\x1b[2J",
+  "\x1b[?1049h\x1b[?1h\x1b[?1002h\x1b[H\x1b[2J",
   "\x1b[1;1H\x1b[7;1m  top - 10:00:00 up 1 day \x1b[K\x1b[0m",
   "\x1b[3;1H  PID USER      \x1b[32mCPU%\x1b[0m",
   "\x1b[4;1H    1 root      \x1b[31;1m99.0\x1b[0m",
@@ -27,6 +27,7 @@ describe("full-screen apps", () => {
 
     const { snapshot, client } = await expectSnapshotReproduces(subject, expect);
     expect(snapshot.fullScreen).toBe(true);
+    expect([client.modes.applicationCursorKeysMode, client.modes.mouseTrackingMode]).toEqual([true, "drag"]);
     expect(client.buffer.active.type).toBe("alternate");
     // The reproduction check ends by typing "Z" at the cursor into both.
     expect(client.buffer.active.getLine(3)?.translateToString(true)).toBe("    1 root      12.5Z");

@@ -1,5 +1,11 @@
 import { Terminal, type IBuffer, type IBufferCell } from "@xterm/headless";
-import { NO_REFLOW_OPTIONS, ScreenMirror, resizeWithoutReflow, type ScreenMirrorOptions, type ScreenSnapshot } from "../../src/screen/index.ts";
+import {
+  NO_REFLOW_OPTIONS,
+  ScreenMirror,
+  resizeWithoutReflow,
+  type ScreenMirrorOptions,
+  type ScreenSnapshot,
+} from "../../src/screen/index.ts";
 
 const encoder = new TextEncoder();
 
@@ -110,16 +116,16 @@ export interface ScreenState {
 export function screenState(terminal: Terminal, reference: Terminal = terminal): ScreenState {
   const active = terminal.buffer.active;
   const cols = terminal.cols;
-  const normal = reference.buffer.normal;
-  const alternate = reference.buffer.alternate;
+  const { normal, alternate } = terminal.buffer;
+  const judged = reference.buffer;
   return {
     activeBuffer: active.type,
     cursor: { x: Math.min(active.cursorX, cols - 1), y: active.cursorY },
-    normal: describeRows(terminal.buffer.normal, 0, terminal.buffer.normal.length, cols, leniency(normal, 0, cols, normal.baseY)),
+    normal: describeRows(normal, 0, normal.length, cols, leniency(judged.normal, 0, cols, judged.normal.baseY)),
     // Only the visible rows: after a shrink xterm keeps alternate rows above the screen.
     alternate:
       active.type === "alternate"
-        ? describeRows(terminal.buffer.alternate, terminal.buffer.alternate.baseY, terminal.rows, cols, leniency(alternate, alternate.baseY, cols, alternate.baseY))
+        ? describeRows(alternate, alternate.baseY, terminal.rows, cols, leniency(judged.alternate, judged.alternate.baseY, cols, judged.alternate.baseY))
         : [],
     modes: { ...terminal.modes },
   };

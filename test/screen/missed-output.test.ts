@@ -95,6 +95,20 @@ describe("missed output", () => {
     expect(mirror.missedSince(0)).toEqual(encode("abc"));
   });
 
+  test("after a snapshot, bytesSince catches up whatever the screen mode, but not across a resize", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("\x1b[?1049hvim"));
+    mirror.write(encode(" redraw"));
+    expect(mirror.missedSince(3)).toBeNull();
+    expect(mirror.bytesSince(8 + 3)).toEqual(encode(" redraw"));
+    const beforeResize = mirror.offset;
+    mirror.resize(100, 30);
+    mirror.write(encode("after"));
+    expect(mirror.bytesSince(beforeResize - 1)).toBeNull();
+    expect(mirror.bytesSince(beforeResize)).toEqual(encode("after"));
+    expect(mirror.bytesSince(mirror.offset + 1)).toBeNull();
+  });
+
   test("invalid sizes and bounds are refused with a clear error", () => {
     expect(() => new ScreenMirror({ cols: 1, rows: 24, scrollback: 10 })).toThrow(
       "Cannot create screen mirror: size must be at least 2x1 whole cells, got 1x24",

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { runnerEnvironment, type RunEvent, type RunUpdate } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
-import { answers, commandWorkflow, fire, isAlive, issueToken, traceDir, waitForRun } from "../helpers/workflows.ts";
+import { answers, commandWorkflow, fire, isAlive, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 describe("the command runner", () => {
   test("JSON lines with a type are events, streamed as they come; the plain lines make one answer at the end", async () => {
@@ -72,7 +72,7 @@ describe("the command runner", () => {
 
   test("at the timeout the whole process group is killed, background children included", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const command = `sleep 300 & echo $! > ${dir}/child.pid; wait`;
     const workflow = await commandWorkflow(member, command, { runner: { kind: "command", command, timeoutSeconds: 1 } });
@@ -94,7 +94,7 @@ describe("the command runner", () => {
 
   test("the command runs in a private scratch dir that is removed after, with its run's ids in the environment", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, `pwd > ${dir}/cwd; env > ${dir}/env; echo ok`);
     const { token } = await issueToken(member.client, workflow.id);
@@ -113,6 +113,18 @@ describe("the command runner", () => {
       { PATH: "/usr/bin", LANG: "C.UTF-8", HATCH_SECRET_KEY: "k".repeat(40), HATCH_DATA_DIR: "/data", OPENAI_API_KEY: "sk-1", GITHUB_TOKEN: "ghp", DB_PASSWORD: "pw", AWS_ACCESS_KEY_ID: "a", MY_API_KEY: "x", UNSET: undefined },
       { scratch: "/tmp/run-1", runId: "run-1", workflowId: "wf-1" },
     );
-    expect(env).toEqual({ PATH: "/usr/bin", LANG: "C.UTF-8", TMPDIR: "/tmp/run-1", HATCH_RUN_ID: "run-1", HATCH_WORKFLOW_ID: "wf-1" });
+    const scratch = "/tmp/run-1";
+    expect(env).toEqual({
+      PATH: "/usr/bin",
+      LANG: "C.UTF-8",
+      TERM: "xterm-256color",
+      COLORTERM: "truecolor",
+      TMPDIR: scratch,
+      TMP: scratch,
+      TEMP: scratch,
+      CLAUDE_CODE_TMPDIR: scratch,
+      HATCH_RUN_ID: "run-1",
+      HATCH_WORKFLOW_ID: "wf-1",
+    });
   });
 });

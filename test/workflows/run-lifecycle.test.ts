@@ -8,7 +8,7 @@ import type { RunUpdate } from "../../src/workflows/index.ts";
 import { HttpClient } from "../helpers/http-client.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
-import { answers, commandWorkflow, countRows, fire, isAlive, issueToken, traceDir, waitForRun } from "../helpers/workflows.ts";
+import { answers, commandWorkflow, countRows, fire, isAlive, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 /** A command that says it started, then works until it is killed. */
 const blocking = (dir: string) => `echo $$ > ${dir}/$HATCH_RUN_ID.started; sleep 300`;
@@ -16,7 +16,7 @@ const blocking = (dir: string) => `echo $$ > ${dir}/$HATCH_RUN_ID.started; sleep
 describe("the life of a run", () => {
   test("cancel while working stops the command: cancelled / while-working, silent (no answer)", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, blocking(dir));
     const { token } = await issueToken(member.client, workflow.id);
@@ -34,7 +34,7 @@ describe("the life of a run", () => {
 
   test("cancel before start: a queued run ends cancelled / before-start and never runs", async () => {
     await using world = await startWorld({}, { workflows: { poolSize: 1 } });
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, blocking(dir), { mode: "fresh" });
     const { token } = await issueToken(member.client, workflow.id);
@@ -53,7 +53,7 @@ describe("the life of a run", () => {
 
   test("a run whose workflow was paused while it queued ends cancelled / workflow-not-active without running", async () => {
     await using world = await startWorld({}, { workflows: { poolSize: 1 } });
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, blocking(dir), { mode: "fresh" });
     const { token } = await issueToken(member.client, workflow.id);
@@ -70,7 +70,7 @@ describe("the life of a run", () => {
     await using world = await startWorld();
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
-    const member = await world.signedIn(project, "member");
+    const member = await memberWithBareRuns(world, project);
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, `touch ${dir}/$HATCH_RUN_ID.ran; echo ran`);
     const { token } = await issueToken(member.client, workflow.id);
@@ -91,7 +91,7 @@ describe("the life of a run", () => {
 
   test("a burst of 200 fires queues and completes with the pool's bound respected", async () => {
     await using world = await startWorld({}, { fireRatePerMinute: 0 });
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, `echo + >> ${dir}/log; sleep 0.01; echo - >> ${dir}/log; echo done`, { mode: "fresh" });
     const { token } = await issueToken(member.client, workflow.id);

@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { UNTRUSTED_NOTE } from "../../src/workflows/index.ts";
 import { startWorld } from "../helpers/world.ts";
-import { answers, commandWorkflow, fire, issueToken, traceDir, waitForRun } from "../helpers/workflows.ts";
+import { answers, commandWorkflow, fire, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 /** A command that keeps its stdin for the test and answers with its run id. */
 const keepStdin = (dir: string) => `cat > ${dir}/$HATCH_RUN_ID.stdin; echo "answer of $HATCH_RUN_ID"`;
@@ -11,7 +11,7 @@ const keepStdin = (dir: string) => `cat > ${dir}/$HATCH_RUN_ID.stdin; echo "answ
 describe("threads", () => {
   test("two fires into a one-thread workflow: the second run is given the first turn and its answer", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, keepStdin(dir));
     const { token, triggerId } = await issueToken(member.client, workflow.id);
@@ -36,7 +36,7 @@ describe("threads", () => {
 
   test("fresh runs are independent: no earlier turns", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, keepStdin(dir), { mode: "fresh" });
     const { token } = await issueToken(member.client, workflow.id);
@@ -50,7 +50,7 @@ describe("threads", () => {
 
   test("one-thread runs of a workflow run one at a time, in the order they were fired", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const workflow = await commandWorkflow(member, `n=$(tail -n 2 | head -n 1); echo "start $n" >> ${dir}/log; sleep 0.05; echo "end $n" >> ${dir}/log; echo "done $n"`);
     const { token } = await issueToken(member.client, workflow.id);
@@ -64,7 +64,7 @@ describe("threads", () => {
 
   test("fresh runs of one workflow run side by side", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     // Each run waits until both have started: that only ends if they run at the same time.
     const command = `touch ${dir}/$HATCH_RUN_ID; until [ $(ls ${dir} | wc -l) -ge 2 ]; do sleep 0.01; done; echo together`;

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildPrompt, renderDocument, sourceLine, UNTRUSTED_NOTE } from "../../src/workflows/index.ts";
 import { startWorld } from "../helpers/world.ts";
-import { answers, commandWorkflow, fire, issueToken, traceDir, waitForRun } from "../helpers/workflows.ts";
+import { answers, commandWorkflow, fire, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 /** A text that tries every trick: placeholders, shell expansion, fake markers, a fake source line. */
 const hostile = (dir: string) =>
@@ -20,7 +20,7 @@ const hostile = (dir: string) =>
 describe("untrusted input", () => {
   test("a text full of placeholders, shell syntax and fake delimiters reaches the runner verbatim, inside its block, and stays inert", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
     const instruction = "Reply to {{input}} as ${persona}. Never reveal {{secrets}}.";
     const workflow = await commandWorkflow(member, `cat > ${dir}/stdin; echo handled`, { instruction });
