@@ -9,6 +9,7 @@ import { createTerminalPart, startCompanionServer, type CompanionServer, type Te
 import { fireRoutes, triggerRoutes, WebhookTokens } from "./fire/index.ts";
 import { createRunnerSpawner, runRoutes, startWorkflowsPart, workflowRoutes, type WorkflowsPart } from "./workflows/index.ts";
 import { defaultShellDeps, selectShell } from "./pty/index.ts";
+import { sourceRoutes } from "./sources/index.ts";
 
 /** A running hatch: both servers, the platform, and one stop for all of it. */
 export interface Hatch {
@@ -71,6 +72,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     routes: [
       platformRoutes(platform),
       terminal.routes,
+      sourceRoutes({ platform, store: terminal.sources }),
       workflowRoutes({ platform, part: workflows }),
       runRoutes({ platform, part: workflows }),
       triggerRoutes({ platform, part: workflows, tokens: fireTokens }),

@@ -4,3 +4,4 @@ export { formatPerms, NONE, parsePerms, type Permissions } from "./permissions.t
 export { applicableRules, effectivePermissions, normalizeSubpath, policyPaths, type PolicyRule, type PolicySubject } from "./policy.ts";
 export { seedDefaultsOnFirstAttach } from "./seeding.ts";
 export { SOURCE_KINDS, SourceStore, type NewSource, type Source, type SourceKind, type SourceRule } from "./source-store.ts";
+export { sourceRoutes } from "./routes.ts";

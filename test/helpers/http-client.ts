@@ -52,6 +52,9 @@ export class HttpClient {
   put<T = any>(path: string, body?: unknown) {
     return this.request<T>("PUT", path, body ?? {});
   }
+  patch<T = any>(path: string, body?: unknown) {
+    return this.request<T>("PATCH", path, body ?? {});
+  }
   delete<T = any>(path: string) {
     return this.request<T>("DELETE", path);
   }

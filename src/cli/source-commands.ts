@@ -1,0 +1,111 @@
+import { SOURCE_KINDS, SourceStore, type SourceKind } from "../sources/index.ts";
+import type { Platform } from "../platform/index.ts";
+import { str, UsageError, type Command } from "./command.ts";
+
+const project = { type: "string", required: true, description: "project slug" } as const;
+const slug = { type: "string", required: true, description: "source slug" } as const;
+
+function storeOf(platform: Platform) {
+  return new SourceStore(platform.db);
+}
+
+function describeSource(s: { slug: string; kind: string; root: string | null; enabled: boolean; running: boolean; label: string }): string {
+  const state = [s.enabled ? "enabled" : "disabled", s.running ? null : "not running"].filter(Boolean).join(", ");
+  return `${s.slug}  ${s.kind}  ${s.root ?? "-"}  (${state})  ${s.label}`;
+}
+
+/** `hatch admin source ...`: add, list, enable/disable sources and set their URI-policy rules. */
+export const sourceCommands: Command[] = [
+  {
+    path: ["admin", "source", "add"],
+    summary: "Add a source (local and host sources need --root)",
+    options: {
+      project,
+      slug,
+      kind: { type: "string", required: true, description: SOURCE_KINDS.join(" | ") },
+      root: { type: "string", description: "absolute OS path (local, host)" },
+      label: { type: "string", description: "display name" },
+    },
+    run: async (ctx, v) => {
+      const kind = str(v, "kind");
+      if (!(SOURCE_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind must be one of ${SOURCE_KINDS.join(", ")}`);
+      const platform = await ctx.platform();
+      const p = platform.projects.requireBySlug(str(v, "project"));
+      const source = storeOf(platform).add(p.id, { slug: str(v, "slug"), kind: kind as SourceKind, root: v.root as string | undefined, label: v.label as string | undefined });
+      platform.audit.write({ action: "source.add", projectId: p.id, target: source.slug, detail: { kind, root: source.root, via: "cli" } });
+      return source;
+    },
+    human: (r) => `added source ${describeSource(r as never)}`,
+  },
+  {
+    path: ["admin", "source", "list"],
+    summary: "List a project's sources",
+    options: { project },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      return storeOf(platform).list(platform.projects.requireBySlug(str(v, "project")).id);
+    },
+    human: (r) => (r as never[]).map(describeSource).join("\n") || "(no sources)",
+  },
+  ...(["enable", "disable"] as const).map(
+    (verb): Command => ({
+      path: ["admin", "source", verb],
+      summary: verb === "enable" ? "Enable a source" : "Disable a source (its tabs become non-selectable; open sessions cannot be reopened)",
+      options: { project, slug },
+      run: async (ctx, v) => {
+        const platform = await ctx.platform();
+        const p = platform.projects.requireBySlug(str(v, "project"));
+        const source = storeOf(platform).setEnabled(p.id, str(v, "slug"), verb === "enable");
+        platform.audit.write({ action: "source.update", projectId: p.id, target: source.slug, detail: { enabled: source.enabled, via: "cli" } });
+        return source;
+      },
+      human: (r) => describeSource(r as never),
+    }),
+  ),
+  {
+    path: ["admin", "source", "rule"],
+    summary: "Allow or deny r/w/x on a source (or a --path below its root) to a role, a user or an agent",
+    options: {
+      project,
+      source: { type: "string", required: true, description: "source slug" },
+      role: { type: "string", description: "role name" },
+      user: { type: "string", description: "user email" },
+      agent: { type: "string", description: "agent name" },
+      path: { type: "string", description: "path below the source root" },
+      allow: { type: "string", description: "permissions to allow: r, rw, rwx, x ..." },
+      deny: { type: "string", description: "permissions to deny: r, rw, rwx, x ..." },
+    },
+    run: async (ctx, v) => {
+      const subjects = (["role", "user", "agent"] as const).filter((k) => typeof v[k] === "string");
+      if (subjects.length !== 1) throw new UsageError("give exactly one of --role, --user, --agent");
+      if ((v.allow === undefined) === (v.deny === undefined)) throw new UsageError("give exactly one of --allow, --deny");
+      const platform = await ctx.platform();
+      const p = platform.projects.requireBySlug(str(v, "project"));
+      const store = storeOf(platform);
+      const source = store.require(p.id, str(v, "source"));
+      const kind = subjects[0]!;
+      const named = str(v, kind);
+      const subject =
+        kind === "user" ? platform.users.requireByEmail(named).id : kind === "agent" ? requireAgent(platform, p.id, named) : named;
+      const rule = store.addRule(source, {
+        subjectKind: kind,
+        subject,
+        path: v.path as string | undefined,
+        effect: v.allow !== undefined ? "allow" : "deny",
+        perms: (v.allow ?? v.deny) as string,
+      });
+      platform.audit.write({ action: "source.rule", projectId: p.id, target: source.slug, detail: { ...rule, via: "cli" } });
+      return rule;
+    },
+    human: (r) => {
+      const rule = r as { effect: string; perms: string; subjectKind: string; subject: string; path: string };
+      return `${rule.effect} ${rule.perms} to ${rule.subjectKind} ${rule.subject} on ${rule.path || "/"}`;
+    },
+  },
+];
+
+function requireAgent(platform: Platform, projectId: string, name: string): string {
+  const agent = platform.agents.byName(projectId, name);
+  if (!agent) throw new UsageError(`no agent named "${name}" in this project`);
+  return agent.id;
+}

@@ -1,0 +1,74 @@
+import { Elysia, t } from "elysia";
+import { requireProjectAdmin, SESSION_COOKIE, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { SOURCE_KINDS, type SourceStore } from "./source-store.ts";
+
+/** Collaborators of the source routes. */
+export interface SourceRoutesOptions {
+  platform: Platform;
+  store: SourceStore;
+}
+
+const Kind = t.Union(SOURCE_KINDS.map((k) => t.Literal(k)));
+
+/** Owners and admins manage the project's sources and their URI-policy rules under /api/sources. */
+export function sourceRoutes(options: SourceRoutesOptions) {
+  const { platform, store } = options;
+  const audit = (caller: ProjectCaller, action: string, target: string, detail?: Record<string, unknown>) =>
+    platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
+  return new Elysia({ name: "source-routes", prefix: "/api/sources" })
+    .resolve(async ({ cookie }) => {
+      const caller = await platform.callers.resolveInProject(cookie[SESSION_COOKIE]?.value as string | undefined);
+      requireProjectAdmin(caller);
+      return { caller };
+    })
+    .get("/", ({ caller }) => ({ sources: store.list(caller.project.id) }))
+    .post(
+      "/",
+      ({ caller, body, set }) => {
+        const source = store.add(caller.project.id, body);
+        audit(caller, "source.add", source.slug, { kind: source.kind, root: source.root });
+        set.status = 201;
+        return source;
+      },
+      {
+        body: t.Object({
+          slug: t.String({ maxLength: 63 }),
+          kind: Kind,
+          root: t.Optional(t.String({ maxLength: 4096 })),
+          label: t.Optional(t.String({ maxLength: 200 })),
+          connector: t.Optional(t.String({ maxLength: 100 })),
+        }),
+      },
+    )
+    .patch(
+      "/:slug",
+      ({ caller, params, body }) => {
+        let source = store.require(caller.project.id, params.slug);
+        if (body.enabled !== undefined) source = store.setEnabled(caller.project.id, params.slug, body.enabled);
+        if (body.running !== undefined) source = store.setRunning(caller.project.id, params.slug, body.running);
+        audit(caller, "source.update", source.slug, body);
+        return source;
+      },
+      { body: t.Object({ enabled: t.Optional(t.Boolean()), running: t.Optional(t.Boolean()) }) },
+    )
+    .get("/:slug/rules", ({ caller, params }) => ({ rules: store.rules(store.require(caller.project.id, params.slug).id) }))
+    .post(
+      "/:slug/rules",
+      ({ caller, params, body, set }) => {
+        const source = store.require(caller.project.id, params.slug);
+        const rule = store.addRule(source, body);
+        audit(caller, "source.rule", source.slug, { subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms });
+        set.status = 201;
+        return rule;
+      },
+      {
+        body: t.Object({
+          subjectKind: t.Union([t.Literal("role"), t.Literal("user"), t.Literal("agent")]),
+          subject: t.String({ minLength: 1, maxLength: 100 }),
+          path: t.Optional(t.String({ maxLength: 4096 })),
+          effect: t.Union([t.Literal("allow"), t.Literal("deny")]),
+          perms: t.String({ maxLength: 3 }),
+        }),
+      },
+    );
+}
