@@ -140,9 +140,9 @@ export class SessionViews {
     view.catchingUp = true;
     const snapshot = await this.host.mirror.snapshot();
     if (view.closed) return;
-    // The snapshot resolves at the mirror's current offset, so the tail is normally empty;
-    // if output slipped in and cannot be replayed (the ring moved on, a full-screen app), snapshot again.
-    const tail = this.host.mirror.missedSince(snapshot.offset);
+    // Under a flood the snapshot is taken between two escape sequences, behind the live offset:
+    // the bytes after it follow. Null only when a resize intervened: take a new snapshot then.
+    const tail = this.host.mirror.bytesSince(snapshot.offset);
     if (tail === null) return this.sendSnapshot(view);
     view.unacked = 0;
     view.lagging = false;

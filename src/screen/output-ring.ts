@@ -64,9 +64,12 @@ export class OutputRing {
 
   /**
    * Append the next bytes of the stream. Large chunks are kept by reference,
-   * so the caller must not reuse the array afterwards.
+   * so the caller must not reuse the array afterwards. Bytes from `keepFrom`
+   * on are kept even past the capacity: the mirror passes the offset its
+   * parser has reached, so the bytes after a snapshot taken there are always
+   * at hand (xterm.js holds the same chunks until it has parsed them anyway).
    */
-  append(chunk: Uint8Array): void {
+  append(chunk: Uint8Array, keepFrom = Number.POSITIVE_INFINITY): void {
     if (chunk.length === 0) return;
     if (chunk.length >= COALESCE_BYTES) {
       this.#sealBlock();
@@ -78,7 +81,7 @@ export class OutputRing {
       this.#blockUsed += chunk.length;
     }
     this.#bytes += chunk.length;
-    this.#evict();
+    this.#evict(keepFrom);
   }
 
   /**
@@ -129,14 +132,15 @@ export class OutputRing {
     this.#blockUsed = 0;
   }
 
-  #evict(): void {
+  #evict(keepFrom: number): void {
     while (this.#bytes > this.#capacity && this.#head < this.#chunks.length) {
-      const dropped = this.#chunks[this.#head]!;
+      const oldest = this.#chunks[this.#head]!;
+      if (this.#start + oldest.length > keepFrom) break;
       this.#chunks[this.#head++] = undefined;
-      this.#start += dropped.length;
-      this.#bytes -= dropped.length;
+      this.#start += oldest.length;
+      this.#bytes -= oldest.length;
     }
-    if (this.#bytes > this.#capacity) {
+    if (this.#bytes > this.#capacity && this.end <= keepFrom) {
       // Only the open block is left and it alone is over capacity.
       this.#start += this.#blockUsed;
       this.#bytes -= this.#blockUsed;

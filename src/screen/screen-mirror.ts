@@ -25,7 +25,7 @@ export interface ScreenMirrorOptions {
   rows: number;
   /** Lines kept above the screen (the Terminal: Scrollback Lines setting). */
   scrollback: number;
-  /** Most raw output bytes kept for replay; default 1 MiB. */
+  /** Raw output bytes kept for replay, plus whatever is not parsed yet; default 1 MiB. */
   ringBytes?: number;
 }
 
@@ -148,7 +148,7 @@ export class ScreenMirror {
     // Queued after the scan, which says whether the stream ends cleanly here.
     this.#queue.write(chunk, this.#scanner.clean);
     this.#offset = base + chunk.length;
-    this.#ring.append(chunk);
+    this.#ring.append(chunk, this.#offset - this.#queue.backlog);
     const waiters = this.#writeWaiters;
     this.#writeWaiters = [];
     for (const wake of waiters) wake();

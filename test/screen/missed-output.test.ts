@@ -38,10 +38,13 @@ describe("missed output", () => {
     }
   });
 
-  test("output the ring has dropped gets null, so the client needs a snapshot; what is held stays exact", () => {
+  test("output the ring has dropped gets null, so the client needs a snapshot; what is held stays exact", async () => {
     using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000, ringBytes: 10_000 });
     const chunks = [0, 1, 2].map((n) => encode(String(n).repeat(6000)));
-    for (const chunk of chunks) mirror.write(chunk);
+    for (const chunk of chunks) {
+      mirror.write(chunk);
+      await mirror.settled();
+    }
 
     expect(mirror.missedSince(0)).toBeNull();
     expect(mirror.missedSince(6000)).toBeNull();
@@ -49,7 +52,7 @@ describe("missed output", () => {
     expect(mirror.missedSince(15_000)).toEqual(chunks[2]!.subarray(3000));
   });
 
-  test("a flood of tiny chunks (echoed keystrokes) is replayed exactly or refused, never truncated", () => {
+  test("a flood of tiny chunks (echoed keystrokes) is replayed exactly or refused, never truncated", async () => {
     const ringBytes = 5000;
     using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000, ringBytes });
     const random = seededRandom(7);
@@ -60,7 +63,11 @@ describe("missed output", () => {
       const chunk = new Uint8Array(length).map((_, j) => 0x61 + ((i + j) % 26));
       mirror.write(chunk);
       all.push(...chunk);
+      // Parsed now and then, as a live session is; unparsed output is always kept.
+      if (i % 50 === 49) await mirror.settled();
     }
+    mirror.write(encode("$ "));
+    all.push(...encode("$ "));
     const stream = Uint8Array.from(all);
     expect(mirror.offset).toBe(stream.length);
 
@@ -93,6 +100,14 @@ describe("missed output", () => {
     mirror.write(encode("abc"));
     mirror.resize(80, 24);
     expect(mirror.missedSince(0)).toEqual(encode("abc"));
+  });
+
+  test("output not yet parsed is always held, however small the ring", () => {
+    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000, ringBytes: 10 });
+    const chunks = [0, 1, 2].map((n) => encode(String(n).repeat(6000)));
+    for (const chunk of chunks) mirror.write(chunk);
+    expect(mirror.backlog).toBe(18_000);
+    expect(mirror.missedSince(0)).toEqual(concat(...chunks));
   });
 
   test("after a snapshot, bytesSince catches up whatever the screen mode, but not across a resize", () => {
