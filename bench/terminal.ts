@@ -94,9 +94,11 @@ class OutputWatch {
     }
   }
 
-  /** Resolves with the arrival time of the next chunk after which `test(recent output)` holds. */
+  /** Resolves with the arrival time of the chunk after which `test(output since this call)` holds. */
   next(test: (recent: string) => boolean = () => true): Promise<number> {
     if (this.#waiter) throw new Error("Cannot wait twice on one output stream");
+    // Output from before the wait must not satisfy it (the previous run's marker).
+    this.#tail = "";
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`Timed out after ${WAIT_MS} ms waiting for output`)), WAIT_MS);
       this.#waiter = { test, resolve: (at) => (clearTimeout(timer), resolve(at)) };

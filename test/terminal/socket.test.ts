@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { attached, createSession, openTerminal, runAndSee } from "../helpers/terminal.ts";
+import { attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -91,6 +91,25 @@ describe("the terminal WebSocket", () => {
     first.type(`touch ${marker}\r`);
     await runAndSee(second, "echo after-$((5*5))", "after-25");
     expect(existsSync(marker)).toBe(false);
+  });
+
+  test("a supervisor attaches to a member's session with its full identity, takes control and types", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const owner = await world.signedIn(project, "owner");
+    localSource(world, project, "docs", { member: "rwx" });
+    const agent = world.agent(project, member.user);
+    await createSession(member.client, { sourceSlug: "docs", id: "m", agentId: agent.id });
+    const mine = await attached(world, member, "m", { agentId: agent.id });
+    const supervisor = await attached(world, owner, "m", { userId: member.user.id, agentId: agent.id });
+    expect(supervisor.controls.find((c) => c.type === "lease")).toMatchObject({ you: false, userId: member.user.id });
+    supervisor.send({ type: "takeControl" });
+    await mine.control("lease", (c) => c.userId === owner.user.id && c.you === false);
+    await runAndSee(supervisor, "echo supervised-$((6*6))", "supervised-36");
+    await mine.sees("supervised-36");
+    // Without the agent the identity is incomplete: the same id in the member's own namespace does not exist.
+    expect(await (await openTerminal(world, owner, "m", { userId: member.user.id })).closed).toBe(4404);
   });
 
   test("a connection without core.execute gets readOnly and every keystroke and resize is dropped", async () => {

@@ -1,0 +1,72 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { bunPtyBackend, bunTerminalBackend, type PtyBackend } from "../../src/pty/index.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+
+/** Both PTY backends behind the one interface: spawn, echo, resize, exit code. */
+for (const [name, backend] of [
+  ["built-in terminal", bunTerminalBackend],
+  ["bun-pty", bunPtyBackend],
+] as [string, PtyBackend][]) {
+  describe(`the ${name} backend`, () => {
+    test("spawns a shell on a PTY that echoes, resizes and reports its exit code", async () => {
+      const home = mkdtempSync(join(tmpdir(), "hatch-pty-home-"));
+      let output = "";
+      const pty = backend({
+        argv: ["/bin/bash", "--norc", "--noprofile", "-i"],
+        cwd: "/",
+        env: { PATH: "/usr/bin:/bin", HOME: home, TERM: "xterm-256color", PS1: "$ " },
+        cols: 90,
+        rows: 30,
+        onData: (chunk) => (output += new TextDecoder().decode(chunk)),
+      });
+      try {
+        pty.write("stty size; echo pid-$$\r");
+        await waitFor(() => output.includes(`pid-${pty.pid}`), "the shell to answer");
+        expect(output).toContain("30 90");
+        pty.resize(100, 40);
+        pty.write("stty size\r");
+        await waitFor(() => output.includes("40 100"), "the new size");
+        pty.write("exit 7\r");
+        expect(await pty.exited).toBe(7);
+      } finally {
+        pty.kill("SIGKILL");
+        rmSync(home, { recursive: true, force: true });
+      }
+    });
+  });
+}
+
+describe("pausing", () => {
+  test("the built-in backend pauses a flood with tty flow control and resumes it", async () => {
+    let bytes = 0;
+    const pty = bunTerminalBackend({ argv: ["/usr/bin/yes"], cwd: "/", env: { PATH: "/usr/bin:/bin" }, cols: 80, rows: 24, onData: (c) => (bytes += c.length) });
+    try {
+      await waitFor(() => bytes > 100_000, "the flood");
+      expect(pty.pause()).toBe(true);
+      // Whatever was in flight drains, then nothing more arrives.
+      let settled = bytes;
+      await waitFor(async () => {
+        await new Promise((r) => setTimeout(r, 100));
+        const still = bytes === settled;
+        settled = bytes;
+        return still;
+      }, "the output to stop");
+      const paused = bytes;
+      await new Promise((r) => setTimeout(r, 200));
+      expect(bytes).toBe(paused);
+      pty.resume();
+      await waitFor(() => bytes > paused + 100_000, "the flood to resume");
+    } finally {
+      pty.kill("SIGKILL");
+    }
+  });
+
+  test("bun-pty cannot pause, and says so, so views fall back to snapshots", () => {
+    const pty = bunPtyBackend({ argv: ["/bin/true"], cwd: "/", env: { PATH: "/usr/bin:/bin" }, cols: 80, rows: 24, onData: () => {} });
+    expect(pty.pause()).toBe(false);
+    pty.kill("SIGKILL");
+  });
+});
