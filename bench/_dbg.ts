@@ -248,7 +248,7 @@ async function throughputSection(world: World, owner: Person): Promise<void> {
     { name: `short lines: seq 1 ${THROUGHPUT_LINES}`, command: `seq 1 ${THROUGHPUT_LINES}` },
   ];
   await newSession(owner, "throughput");
-  await using bare = await bareShell(bunTerminalBackend);
+  console.log("tp"); await using bare = await bareShell(bunTerminalBackend); console.log("bare ok");
   await using hatch = await HatchTerminal.open(world, owner, "throughput");
   const rows: (string | number)[][] = [["workload", "MB/run", "bare MB/s", "hatch MB/s", "hatch/bare"]];
   for (const workload of workloads) {
@@ -264,7 +264,7 @@ async function throughputSection(world: World, owner: Person): Promise<void> {
     const [bareRate, hatchRate] = [quantile(rates.bare, 0.5), quantile(rates.hatch, 0.5)];
     rows.push([workload.name, mb(bytes), bareRate.toFixed(1), hatchRate.toFixed(1), `${((hatchRate / bareRate) * 100).toFixed(0)}%`]);
   }
-  console.log(`\n1. Output throughput, median of ${THROUGHPUT_ROUNDS} rounds (target: hatch >= 75% of bare)`);
+  console.log("tp done"); console.log(`\n1. Output throughput, median of ${THROUGHPUT_ROUNDS} rounds (target: hatch >= 75% of bare)`);
   table(rows);
 }
 
@@ -276,8 +276,8 @@ async function echoSection(world: World, owner: Person): Promise<void> {
   ];
   const rows: (string | number)[][] = [["path", "p50 ms", "p99 ms", "max ms"]];
   for (const [name, open] of paths) {
-    await using shell = await open();
-    console.log("opened", name); const samples = await echoRoundTrips(shell); console.log("done", name);
+    console.log("opening", name); await using shell = await open(); console.log("opened");
+    const samples = await echoRoundTrips(shell);
     rows.push([name, ms(quantile(samples, 0.5)), ms(quantile(samples, 0.99)), ms(Math.max(...samples))]);
   }
   console.log(`\n2. Keystroke echo round trip, ${ECHO_KEYS} keys (target: hatch p50 < 0.5 ms, p99 < 1.5 ms)`);
@@ -377,4 +377,4 @@ async function main(): Promise<void> {
 }
 
 if (process.argv[2] === MEMORY_CHILD) console.log(JSON.stringify(await idleSessionMemory()));
-else { const w = await World.start(); const p = await w.project("b"); const o = await w.signedIn(p, "owner"); console.log("start"); await echoSection(w, o); await w[Symbol.asyncDispose](); }
+else await main();
