@@ -2,6 +2,8 @@ import { spawn } from "bun-pty";
 import type { PtyBackend } from "./pty-process.ts";
 
 const encoder = new TextEncoder();
+/** coreutils env(1): present on every system bash runs on. */
+const ENV_BINARY = "/usr/bin/env";
 
 /**
  * The bun-pty backend (the design card's library), kept selectable with
@@ -10,7 +12,10 @@ const encoder = new TextEncoder();
  * It delivers decoded strings, which are re-encoded so offsets stay byte counts.
  */
 export const bunPtyBackend: PtyBackend = (options) => {
-  const [file, ...args] = options.argv;
+  // bun-pty merges the server's own environment into the child's whatever `env` says,
+  // so the program is started through `env -i` with exactly the variables it was given.
+  const clean = [ENV_BINARY, "-i", ...Object.entries(options.env).map(([k, v]) => `${k}=${v}`), ...options.argv];
+  const [file, ...args] = clean;
   const pty = spawn(file!, args, { name: options.env.TERM ?? "xterm-256color", cols: options.cols, rows: options.rows, cwd: options.cwd, env: options.env });
   pty.onData((data) => options.onData(encoder.encode(data)));
   const exited = new Promise<number>((resolve) => pty.onExit((event) => resolve(event.exitCode)));

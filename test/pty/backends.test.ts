@@ -39,6 +39,29 @@ for (const [name, backend] of [
   });
 }
 
+describe("environment", () => {
+  test("bun-pty's child sees exactly the environment it was given, not the server's", async () => {
+    process.env.HATCH_TEST_SERVER_SECRET = "server-only-value";
+    let output = "";
+    const pty = bunPtyBackend({
+      argv: ["/bin/sh", "-c", "env; echo env-done"],
+      cwd: "/",
+      env: { PATH: "/usr/bin:/bin", GIVEN: "yes" },
+      cols: 80,
+      rows: 24,
+      onData: (chunk) => (output += new TextDecoder().decode(chunk)),
+    });
+    try {
+      await waitFor(() => output.includes("env-done"), "the env listing");
+      expect(output).toContain("GIVEN=yes");
+      expect(output).not.toContain("server-only-value");
+    } finally {
+      delete process.env.HATCH_TEST_SERVER_SECRET;
+      pty.kill("SIGKILL");
+    }
+  });
+});
+
 describe("pausing", () => {
   test("the built-in backend pauses a flood with tty flow control and resumes it", async () => {
     let bytes = 0;
