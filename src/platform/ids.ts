@@ -1,4 +1,4 @@
-/** Random identifiers and tokens; always from the CSPRNG, never Math.random. */
+/** Random identifiers and tokens; always from the CSPRNG (crypto.getRandomValues, randomUUID). */
 
 /** `bytes` random bytes as base64url (no padding). */
 export function randomToken(bytes = 32): string {
