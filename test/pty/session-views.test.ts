@@ -1,0 +1,77 @@
+import { describe, expect, test } from "bun:test";
+import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES, type ControlMessage, type ViewSink } from "../../src/pty/index.ts";
+import { SessionViews } from "../../src/pty/session-views.ts";
+import { ScreenMirror } from "../../src/screen/index.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+
+/** What a WebSocket would have carried to one view. */
+function recordingSink(): ViewSink & { controls: ControlMessage[]; bytes: number } {
+  const sink = {
+    controls: [] as ControlMessage[],
+    bytes: 0,
+    output: (b: Uint8Array) => void (sink.bytes += b.length),
+    control: (m: ControlMessage) => void sink.controls.push(m),
+    close: () => {},
+  };
+  return sink;
+}
+
+function views() {
+  const mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 100 });
+  const pauses: string[] = [];
+  const set = new SessionViews("s", { mirror, pauseOutput: () => (pauses.push("pause"), true), resumeOutput: () => void pauses.push("resume") });
+  return { mirror, set, pauses };
+}
+
+describe("session views", () => {
+  test("input and resize are dropped while a snapshot is in flight, and allowed once it is sent", async () => {
+    const { set } = views();
+    const sink = recordingSink();
+    const view = set.attach(sink, { userId: "u", canWrite: true });
+    expect(set.leaseHolder?.id).toBe(view.id);
+    expect(set.mayDrive(view)).toBe(false);
+    await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
+    expect(set.mayDrive(view)).toBe(true);
+  });
+
+  test("only the lease holder pauses the PTY; a lagging observer is cut off at the high watermark and caught up by snapshot", async () => {
+    const { mirror, set, pauses } = views();
+    const holderSink = recordingSink();
+    const observerSink = recordingSink();
+    const holder = set.attach(holderSink, { userId: "u", canWrite: true });
+    const observer = set.attach(observerSink, { userId: "u", canWrite: true });
+    await waitFor(() => observerSink.controls.some((c) => c.type === "snapshot") && holderSink.controls.some((c) => c.type === "snapshot"), "snapshots");
+    const chunk = new Uint8Array(10_000).fill(0x79);
+    for (let i = 0; i < 15; i++) {
+      mirror.write(chunk);
+      set.broadcast(chunk);
+    }
+    expect(observerSink.bytes).toBeLessThanOrEqual(HIGH_WATERMARK_BYTES);
+    expect(observer.lagging).toBe(true);
+    expect(holderSink.bytes).toBe(150_000);
+    expect(pauses).toEqual(["pause"]);
+    set.ack(holder, holderSink.bytes - LOW_WATERMARK_BYTES);
+    expect(pauses).toEqual(["pause"]);
+    set.ack(holder, 1);
+    expect(pauses).toEqual(["pause", "resume"]);
+    const snapshotsBefore = observerSink.controls.filter((c) => c.type === "snapshot").length;
+    set.ack(observer, observerSink.bytes);
+    await waitFor(() => observerSink.controls.filter((c) => c.type === "snapshot").length > snapshotsBefore, "the catch-up snapshot");
+    expect(observer.lagging).toBe(false);
+  });
+
+  test("when the lease holder leaves, the earliest remaining writable view gets the lease and everyone is told", async () => {
+    const { set } = views();
+    const a = recordingSink();
+    const reader = recordingSink();
+    const b = recordingSink();
+    const first = set.attach(a, { userId: "a", canWrite: true });
+    set.attach(reader, { userId: "r", canWrite: false });
+    const second = set.attach(b, { userId: "b", canWrite: true });
+    expect(reader.controls).toContainEqual({ type: "readOnly" });
+    set.detach(first);
+    expect(set.leaseHolder?.id).toBe(second.id);
+    expect(b.controls.at(-1)).toEqual({ type: "lease", viewId: second.id, userId: "b", you: true });
+    expect(reader.controls.at(-1)).toEqual({ type: "lease", viewId: second.id, userId: "b", you: false });
+  });
+});
