@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { conflict, notFound, SESSION_COOKIE, type Platform } from "../platform/index.ts";
+import { conflict, notFound, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { manageableWorkflow, type WorkflowsPart } from "../workflows/index.ts";
 import type { WebhookTokens } from "./webhook-tokens.ts";
 
@@ -19,7 +19,7 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
   };
 
   return new Elysia({ name: "workflow-trigger-routes", prefix: "/api/workflows" })
-    .derive(({ cookie }) => ({ sessionToken: cookie[SESSION_COOKIE]?.value as string | undefined }))
+    .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
     .post(
       "/:id/triggers",
       async ({ params, sessionToken, set }) => {

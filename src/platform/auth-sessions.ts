@@ -6,6 +6,12 @@ import { randomToken, sha256Hex } from "./ids.ts";
 /** The name of the login cookie. */
 export const SESSION_COOKIE = "hatch_session";
 
+/** The login cookie's value from a framework's cookie jar (Elysia's `cookie`), if any. */
+export function sessionTokenOf(cookies: Record<string, { value?: unknown } | undefined>): string | undefined {
+  const value = cookies[SESSION_COOKIE]?.value;
+  return typeof value === "string" ? value : undefined;
+}
+
 /** A resolved login session. */
 export interface AuthSession {
   id: string;

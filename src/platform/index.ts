@@ -1,7 +1,7 @@
 /** The platform: users, login sessions, projects, roles, features, agents, settings, audit, secrets. */
 export { Agents, type Agent } from "./agents.ts";
 export { Audit, type AuditEntry, type AuditEntryInput } from "./audit.ts";
-export { AuthSessions, SESSION_COOKIE } from "./auth-sessions.ts";
+export { AuthSessions, SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 export { CallerResolver, can, isProjectAdmin, requireFeature, requireProjectAdmin, routeNotFound, type Caller, type ProjectCaller } from "./caller.ts";
 export { type Clock, systemClock } from "./clock.ts";
 export { HatchError, badRequest, conflict, forbidden, notFound, tooMany, unauthorized } from "./errors.ts";

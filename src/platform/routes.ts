@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { SESSION_COOKIE } from "./auth-sessions.ts";
+import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 import { isProjectAdmin, requireProjectAdmin } from "./caller.ts";
 import { unauthorized, forbidden, notFound } from "./errors.ts";
 import type { Platform } from "./platform.ts";
@@ -10,7 +10,7 @@ export function platformRoutes(platform: Platform) {
   const cookieOptions = (expires: Date) => ({ httpOnly: true, sameSite: "lax" as const, path: "/", expires });
 
   return new Elysia({ name: "platform-routes" })
-    .derive(({ cookie }) => ({ sessionToken: cookie[SESSION_COOKIE]?.value as string | undefined }))
+    .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
     .post(
       "/api/auth/login",
       async ({ body, cookie, sessionToken }) => {

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { requireProjectAdmin, SESSION_COOKIE, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { SOURCE_KINDS, type SourceStore } from "./source-store.ts";
 
 /** Collaborators of the source routes. */
@@ -17,7 +17,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
     platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
   return new Elysia({ name: "source-routes", prefix: "/api/sources" })
     .resolve(async ({ cookie }) => {
-      const caller = await platform.callers.resolveInProject(cookie[SESSION_COOKIE]?.value as string | undefined);
+      const caller = await platform.callers.resolveInProject(sessionTokenOf(cookie));
       requireProjectAdmin(caller);
       return { caller };
     })

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { FEATURES, requireFeature, SESSION_COOKIE, type Platform } from "../platform/index.ts";
+import { FEATURES, requireFeature, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from "../pty/index.ts";
 import type { SourceEntry } from "./source-destinations.ts";
 import type { TerminalService } from "./terminal-service.ts";
@@ -29,7 +29,7 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
   const { platform, terminal } = options;
   return new Elysia({ name: "terminal-routes", prefix: `/api/packages/${AGENT_PACKAGE}/terminal` })
     .resolve(async ({ cookie }) => {
-      const caller = await platform.callers.resolveInProject(cookie[SESSION_COOKIE]?.value as string | undefined);
+      const caller = await platform.callers.resolveInProject(sessionTokenOf(cookie));
       // A hidden package answers exactly like an unknown route, before any feature check.
       platform.callers.requirePackage(caller, AGENT_PACKAGE);
       requireFeature(caller, FEATURES.terminalRead);

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { badRequest, conflict, requireProjectAdmin, SESSION_COOKIE, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { badRequest, conflict, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { managesAll, requireCreateAccess, requireManageable, requireWorkflowAccess } from "./access.ts";
 import { TEMPLATES } from "./templates.ts";
 import type { Workflow } from "./workflow.ts";
@@ -45,7 +45,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
     platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
 
   return new Elysia({ name: "workflow-routes", prefix: "/api/workflows" })
-    .derive(({ cookie }) => ({ sessionToken: cookie[SESSION_COOKIE]?.value as string | undefined }))
+    .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
     .get("/", async ({ sessionToken }) => {
       const caller = await platform.callers.resolveInProject(sessionToken);
       requireWorkflowAccess(caller);

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { SESSION_COOKIE, type Platform } from "../platform/index.ts";
+import { sessionTokenOf, type Platform } from "../platform/index.ts";
 import { manageableWorkflow } from "./routes.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
 
@@ -16,7 +16,7 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
   const { platform, part } = options;
 
   return new Elysia({ name: "workflow-run-routes", prefix: "/api/workflows" })
-    .derive(({ cookie }) => ({ sessionToken: cookie[SESSION_COOKIE]?.value as string | undefined }))
+    .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
     .post(
       "/:id/runs",
       async ({ params, body, sessionToken, set }) => {
