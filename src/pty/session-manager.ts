@@ -36,6 +36,8 @@ export interface CreateSessionRequest {
   readOnly: boolean;
   /** Fingerprint of the authority the session is created under (reattach compares it). */
   authority: string;
+  /** Working directory, derived from the source on the server; an existing id must match it. */
+  cwd: string;
   /** Builds the launch once the scratch dir exists (its env points TMPDIR at it). */
   launch(scratch: string): LaunchSpec;
 }
@@ -153,8 +155,7 @@ export class SessionManager {
   }
 
   #sameDestination(session: PtySession, request: CreateSessionRequest): PtySession {
-    const wanted = request.launch(session.scratchPath).cwd;
-    if (wanted !== session.cwd) {
+    if (request.cwd !== session.cwd) {
       throw conflict("session_exists", `Cannot create session "${session.id}": it exists with another working directory`);
     }
     return session;

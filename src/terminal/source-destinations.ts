@@ -63,9 +63,9 @@ export class SourceDestinations implements DestinationResolver {
         continue;
       }
       const source = this.#seeded(stored);
-      const perms = this.#perms(caller, source, "");
-      if (!this.#visible(caller, source)) continue;
-      const reason = this.#unselectableReason(caller, source, perms);
+      const policy = this.#policy(caller, source);
+      if (!policy.visible) continue;
+      const reason = this.#unselectableReason(caller, source, policy.at(""));
       const root = realRoot(source);
       entries.push({
         slug: source.slug,
@@ -75,7 +75,7 @@ export class SourceDestinations implements DestinationResolver {
         ...(reason === null ? {} : { reason }),
         cwd: root,
         hostCwd: root,
-        readOnly: !this.#anyWritable(caller, source),
+        readOnly: !policy.paths.some((path) => policy.at(path).write),
         confinement: can(caller, FEATURES.execUnconfined) ? "none" : (this.options.confinement().mode ?? "unavailable"),
       });
     }
@@ -91,19 +91,20 @@ export class SourceDestinations implements DestinationResolver {
       throw new HatchError("host_broker_unavailable", 503, "Cannot open a host tab: the host broker is not provisioned on this server");
     }
     const source = this.#seeded(stored);
-    if (!this.#visible(caller, source)) throw sourceNotFound(sourceSlug);
-    const perms = this.#perms(caller, source, "");
+    const policy = this.#policy(caller, source);
+    if (!policy.visible) throw sourceNotFound(sourceSlug);
+    const perms = policy.at("");
     const reason = this.#unselectableReason(caller, source, perms);
     if (reason !== null) throw forbidden(perms.exec ? "source_unavailable" : "exec_denied", `Cannot open "${sourceSlug}": ${reason}`);
     const root = realRoot(source)!;
     const cwd = resolveCwd(root, requestedCwd, sourceSlug);
     const unconfined = can(caller, FEATURES.execUnconfined);
-    const authority = this.#authority(caller, source, root, unconfined);
+    const authority = authorityOf(policy, source.slug, root, unconfined);
     return {
       sourceSlug,
       cwd,
       readOnly: !Object.values(authority.paths).some((p) => p.includes("w")),
-      confine: unconfined ? null : this.#confineRequest(caller, source, root),
+      confine: unconfined ? null : this.#confineRequest(policy, root),
       authority: JSON.stringify(authority),
     };
   }
@@ -111,12 +112,13 @@ export class SourceDestinations implements DestinationResolver {
   async stillAllowed(caller: ProjectCaller, sourceSlug: string, authority: string): Promise<boolean> {
     if (sourceSlug === CONTAINER_ROOT) return can(caller, FEATURES.terminalContainer);
     const source = this.options.store.bySlug(caller.project.id, sourceSlug);
-    if (!source || !this.#visible(caller, source)) return false;
-    if (this.#unselectableReason(caller, source, this.#perms(caller, source, "")) !== null) return false;
+    if (!source) return false;
+    const policy = this.#policy(caller, source);
+    if (!policy.visible || this.#unselectableReason(caller, source, policy.at("")) !== null) return false;
     const root = realRoot(source);
     const before = JSON.parse(authority) as Authority;
     if (!root || root !== before.root) return false;
-    const now = this.#authority(caller, source, root, can(caller, FEATURES.execUnconfined));
+    const now = authorityOf(policy, source.slug, root, can(caller, FEATURES.execUnconfined));
     if (before.unconfined && !now.unconfined) return false;
     // Narrowed when, at any path either policy names, a permission held before is gone now.
     const paths = new Set([...Object.keys(before.paths), ...Object.keys(now.paths)]);
@@ -144,24 +146,13 @@ export class SourceDestinations implements DestinationResolver {
     return seedDefaultsOnFirstAttach(this.options.store, source, this.options.osMounts, this.options.now());
   }
 
-  #perms(caller: ProjectCaller, source: Source, path: string): Permissions {
-    return effectivePermissions(this.options.store.rules(source.id), { userId: caller.user.id, role: caller.role, agentId: null }, path);
-  }
-
-  #letters(caller: ProjectCaller, source: Source, path: string): string {
-    return formatPerms(this.#perms(caller, source, path)).replace("-", "");
-  }
-
-  #paths(caller: ProjectCaller, source: Source): string[] {
-    return ["", ...policyPaths(this.options.store.rules(source.id), { userId: caller.user.id, role: caller.role, agentId: null })];
-  }
-
-  #visible(caller: ProjectCaller, source: Source): boolean {
-    return this.#paths(caller, source).some((path) => this.#letters(caller, source, path) !== "");
-  }
-
-  #anyWritable(caller: ProjectCaller, source: Source): boolean {
-    return this.#paths(caller, source).some((path) => this.#perms(caller, source, path).write);
+  /** The caller's policy on a source, its rules read once. A source tab carries no agent context. */
+  #policy(caller: ProjectCaller, source: Source): CallerPolicy {
+    const rules = this.options.store.rules(source.id);
+    const subject = { userId: caller.user.id, role: caller.role, agentId: null };
+    const paths = ["", ...policyPaths(rules, subject)];
+    const at = (path: string) => effectivePermissions(rules, subject, path);
+    return { paths, at, visible: paths.some((path) => letters(at(path)) !== "") };
   }
 
   #unselectableReason(caller: ProjectCaller, source: Source, perms: Permissions): string | null {
@@ -174,22 +165,33 @@ export class SourceDestinations implements DestinationResolver {
     return null;
   }
 
-  #authority(caller: ProjectCaller, source: Source, root: string, unconfined: boolean): Authority {
-    const paths = Object.fromEntries(this.#paths(caller, source).map((path) => [path, this.#letters(caller, source, path)]));
-    return { slug: source.slug, root, unconfined, paths };
-  }
-
-  #confineRequest(caller: ProjectCaller, source: Source, root: string): ConfineRequest {
+  #confineRequest(policy: CallerPolicy, root: string): ConfineRequest {
     const roots: ConfineRequest["roots"] = [];
     const deny = [...this.options.protectedPaths];
-    for (const path of this.#paths(caller, source)) {
+    for (const path of policy.paths) {
       const full = path === "" ? root : join(root, path);
-      const perms = this.#perms(caller, source, path);
+      const perms = policy.at(path);
       if (!perms.read && path !== "") deny.push(full);
       else if (path === "" || existsSync(full)) roots.push({ path: full, write: perms.write });
     }
     return { roots, deny, boundary: root };
   }
+}
+
+/** A caller's effective policy on one source: the paths its rules name ("" first) and the permissions at any path. */
+interface CallerPolicy {
+  paths: string[];
+  at(path: string): Permissions;
+  /** Any permission anywhere: a source with none is not shown at all. */
+  visible: boolean;
+}
+
+function letters(perms: Permissions): string {
+  return formatPerms(perms).replace("-", "");
+}
+
+function authorityOf(policy: CallerPolicy, slug: string, root: string, unconfined: boolean): Authority {
+  return { slug, root, unconfined, paths: Object.fromEntries(policy.paths.map((path) => [path, letters(policy.at(path))])) };
 }
 
 /** The letters in force at `path`: those of the deepest listed path containing it. */
