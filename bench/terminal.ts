@@ -36,7 +36,7 @@ import { cpus, tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
 import { ACK_EVERY_BYTES, bunPtyBackend, bunTerminalBackend, type PtyBackend } from "../src/pty/index.ts";
-import { ScreenMirror } from "../src/screen/index.ts";
+import { ParserThread, ScreenMirror } from "../src/screen/index.ts";
 import { createSession, TERMINAL } from "../test/helpers/terminal.ts";
 import { waitFor } from "../test/helpers/wait-for.ts";
 import { World, type Person } from "../test/helpers/world.ts";
@@ -69,8 +69,9 @@ const WAIT_MS = 60_000;
 const EXIT_GRACE_MS = 2000;
 /** Chunk size the mirror-only figure is fed in: the size of a large PTY read. */
 const PTY_READ_BYTES = 64 * 1024;
-/** Unparsed mirror bytes at which PtySession pauses the PTY (its MIRROR_BACKLOG_PAUSE_BYTES); the mirror-only figure waits likewise. */
+/** Unparsed mirror bytes at which PtySession pauses the PTY, and resumes (its MIRROR_BACKLOG_*_BYTES); the mirror-only figure waits likewise. */
 const MIRROR_BACKLOG_BYTES = 4 * 1024 * 1024;
+const MIRROR_RESUME_BYTES = 1024 * 1024;
 /** The bare shells' prompt. */
 const BARE_PROMPT = "$ ";
 /** Printed after each timed command; the shell computes it, so the echoed command line never matches. */
@@ -84,6 +85,8 @@ const CTRL_U = "\x15";
 const MEMORY_CHILD = "--idle-session-memory";
 
 const latin1 = new TextDecoder("latin1");
+/** The mirror-only figure's parser thread (the server has its own). */
+const parser = new ParserThread();
 
 /**
  * Counts output bytes and wakes one waiter on the chunk that satisfies it,
@@ -248,11 +251,11 @@ async function timeCommand(shell: Shell, command: string): Promise<{ bytes: numb
 
 /** MB/s at which a ScreenMirror alone parses `data`, fed as PtySession feeds it: no PTY, no socket. */
 async function mirrorParseRate(data: Uint8Array, scrollback: number): Promise<number> {
-  using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback });
+  using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback, parser });
   const started = performance.now();
   for (let at = 0; at < data.length; at += PTY_READ_BYTES) {
     mirror.write(data.subarray(at, at + PTY_READ_BYTES));
-    if (mirror.backlog > MIRROR_BACKLOG_BYTES) await mirror.settled();
+    if (mirror.backlog > MIRROR_BACKLOG_BYTES) await mirror.drained(MIRROR_RESUME_BYTES);
   }
   await mirror.settled();
   return data.length / 1e3 / (performance.now() - started);

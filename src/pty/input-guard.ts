@@ -18,8 +18,8 @@ import { Blocklist, type BlocklistOptions, type LineVerdict } from "./blocklist.
 export interface InputGuardOptions extends BlocklistOptions {
   /** Bytes for the PTY, in order. */
   forward(bytes: string): void;
-  /** The screen mirror's text of the cursor line (the logical line, wrapped rows joined). */
-  currentLine(): string;
+  /** The screen mirror's text of the cursor line (the logical line, wrapped rows joined), once the output so far is parsed. */
+  currentLine(): Promise<string>;
   /** Resolves once the PTY output caused by the bytes forwarded so far is in the mirror. */
   settled(): Promise<void>;
   /** A line was refused; `reason` is a short sentence for the user and the audit log. */
@@ -202,7 +202,7 @@ export class InputGuard {
   /** Check what was typed and what the screen shows, once the shell's echo has arrived. */
   async #screenEdited(typed: string): Promise<[LineVerdict, string]> {
     await withTimeout(this.#options.settled(), this.#echoWaitMs);
-    const screen = this.#options.currentLine().trimEnd();
+    const screen = (await this.#options.currentLine()).trimEnd();
     const candidates = [typed, screen, ...promptSuffixes(screen).map((s) => this.#continued + s)];
     for (const line of candidates) {
       const verdict = this.#checkLine(line);

@@ -1,4 +1,4 @@
-import { ScreenMirror } from "../screen/index.ts";
+import { ScreenMirror, type ParserThread } from "../screen/index.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
 import { InputGuard } from "./input-guard.ts";
 import type { PtyProcess } from "./pty-process.ts";
@@ -37,6 +37,8 @@ export interface PtySessionOptions {
   cols: number;
   rows: number;
   scrollback: number;
+  /** The thread that parses the screen mirrors' output. */
+  parser: ParserThread;
   scratch: ScratchDir;
   /** How the program was launched: exec reuses it to run commands in the same sandbox. */
   launch: LaunchSpec;
@@ -80,7 +82,7 @@ export class PtySession {
     this.key = options.key;
     this.createdAt = options.now();
     this.lastActivityAt = this.createdAt;
-    this.mirror = new ScreenMirror({ cols: options.cols, rows: options.rows, scrollback: options.scrollback });
+    this.mirror = new ScreenMirror({ cols: options.cols, rows: options.rows, scrollback: options.scrollback, parser: options.parser });
     this.views = new SessionViews(options.key.id, {
       mirror: this.mirror,
       pauseOutput: () => this.#pause("lease"),
@@ -91,8 +93,8 @@ export class PtySession {
       this.#lastOutputAt = performance.now();
       this.mirror.write(chunk);
       this.views.broadcast(chunk);
-      if (this.mirror.backlog > MIRROR_BACKLOG_PAUSE_BYTES && this.#pause("mirror")) {
-        void this.mirror.settled().then(() => this.#resume("mirror"));
+      if (this.mirror.backlog > MIRROR_BACKLOG_PAUSE_BYTES && !this.#pauses.has("mirror") && this.#pause("mirror")) {
+        void this.mirror.drained(MIRROR_BACKLOG_RESUME_BYTES).then(() => this.#resume("mirror"));
       }
       if (this.mirror.fullScreen !== wasFullScreen) {
         wasFullScreen = this.mirror.fullScreen;
@@ -261,8 +263,13 @@ const ECHO_QUIET_MS = 20;
 const ECHO_POLL_MS = 4;
 /** Give up waiting for an echo after this; the guard has its own, equal bound. */
 const ECHO_SETTLE_LIMIT_MS = 250;
-/** Unparsed mirror bytes at which the PTY pauses: parsing keeps up at ~75 MB/s, so this is a real backlog. */
+/**
+ * Unparsed mirror bytes at which the PTY pauses, and below which it resumes:
+ * the parser thread manages ~70 MB/s, so 4 MiB is a real backlog, and
+ * resuming with 1 MiB still queued keeps it busy while the PTY refills.
+ */
 const MIRROR_BACKLOG_PAUSE_BYTES = 4 * 1024 * 1024;
+const MIRROR_BACKLOG_RESUME_BYTES = 1024 * 1024;
 /** Time a killed program gets to exit before SIGKILL. */
 const KILL_GRACE_MS = 2000;
 

@@ -1,4 +1,5 @@
 import { conflict, notFound, randomToken, tooMany, badRequest } from "../platform/index.ts";
+import type { ParserThread } from "../screen/index.ts";
 import type { LaunchSpec, PtySpawner } from "./launch-spec.ts";
 import { PtySession, type SessionInfo } from "./pty-session.ts";
 import { createScratchDir, sweepOrphanScratch } from "./scratch-dir.ts";
@@ -17,6 +18,8 @@ export interface SessionManagerOptions {
   /** Base dir of every scratch dir (created 0700). */
   scratchBase: string;
   spawner: PtySpawner;
+  /** Parses every session's screen mirror off the main thread. */
+  parser: ParserThread;
   limits: SessionLimits;
   protectedPaths: string[];
   inputBucket: { capacity: number; refillPerSecond: number };
@@ -185,6 +188,7 @@ export class SessionManager {
         cols: request.cols,
         rows: request.rows,
         scrollback: this.options.limits.scrollbackLines(),
+        parser: this.options.parser,
         scratch,
         launch,
         spawn: (onData) => this.options.spawner(launch, { cols: request.cols, rows: request.rows }, onData),

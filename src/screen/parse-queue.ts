@@ -4,6 +4,12 @@ import { resizeWithoutReflow } from "./mirror-terminal.ts";
 /** A write of nothing, whose callback runs once everything queued before it is parsed. */
 const EMPTY = new Uint8Array(0);
 
+/** What the scanner knew about the stream right after a chunk: whether it ends cleanly, and how many resets it held. */
+export interface StreamState {
+  clean: boolean;
+  resets: number;
+}
+
 interface BoundaryRequest {
   minOffset: number;
   take: (parsedOffset: number) => unknown;
@@ -20,26 +26,40 @@ interface BoundaryRequest {
  * @example
  * ```ts
  * const queue = new ParseQueue(terminal);
- * queue.write(bytes, true);
+ * const queue = new ParseQueue(terminal, (parsed) => report(parsed));
+ * queue.write(bytes, { clean: true, resets: 0 });
  * await queue.settled();
  * ```
  */
 export class ParseQueue {
   readonly #terminal: Terminal;
+  readonly #onParsed: (parsedBytes: number) => void;
   /** Operations handed to xterm.js, and how many it has finished. */
   #queued = 0;
   #finished = 0;
   #writtenBytes = 0;
   #parsedBytes = 0;
-  /** Whether the stream ends cleanly after the bytes parsed so far. */
-  #parsedClean = true;
+  /** The stream state after the bytes parsed so far. */
+  #parsedState: StreamState = { clean: true, resets: 0 };
   #pendingResizes = 0;
   #settleWaiters: { target: number; resolve: () => void }[] = [];
   #boundaryRequests: BoundaryRequest[] = [];
   #disposed = false;
 
-  constructor(terminal: Terminal) {
+  /** `onParsed` hears the parsed byte count each time xterm.js finishes a write. */
+  constructor(terminal: Terminal, onParsed: (parsedBytes: number) => void = () => {}) {
     this.#terminal = terminal;
+    this.#onParsed = onParsed;
+  }
+
+  /** Bytes parsed so far. */
+  get parsed(): number {
+    return this.#parsedBytes;
+  }
+
+  /** The stream state after the bytes parsed so far. */
+  get parsedState(): StreamState {
+    return this.#parsedState;
   }
 
   /** Bytes written but not yet parsed. */
@@ -53,15 +73,16 @@ export class ParseQueue {
   }
 
   /**
-   * Queue output; `clean` says whether the stream ends cleanly after it (no
-   * sequence or character cut off). Throws, changing nothing, when xterm.js
-   * refuses it (a backlog past its 50 MB limit).
+   * Queue output; `state` is the stream's state right after it (whether a
+   * sequence or character is cut off there, and the resets so far). Throws,
+   * changing nothing, when xterm.js refuses it (a backlog past its 50 MB limit).
    */
-  write(chunk: Uint8Array, clean: boolean): void {
+  write(chunk: Uint8Array, state: StreamState): void {
     const length = chunk.length;
     this.#terminal.write(chunk, () => {
       this.#parsedBytes += length;
-      this.#parsedClean = clean;
+      this.#parsedState = state;
+      this.#onParsed(this.#parsedBytes);
       this.#finish();
     });
     this.#queued++;
@@ -120,7 +141,7 @@ export class ParseQueue {
       this.#settleWaiters.shift()!.resolve();
     }
     if (this.#boundaryRequests.length === 0) return;
-    const atBoundary = this.#parsedClean && this.#pendingResizes === 0;
+    const atBoundary = this.#parsedState.clean && this.#pendingResizes === 0;
     const drained = this.drained;
     if (!atBoundary && !drained) return;
     const due = this.#boundaryRequests.filter((request) => drained || request.minOffset <= this.#parsedBytes);

@@ -1,10 +1,6 @@
-import type { Terminal } from "@xterm/headless";
-import { lastLines, logicalLineAt } from "./buffer-text.ts";
-import { createMirrorTerminal } from "./mirror-terminal.ts";
 import { OutputRing } from "./output-ring.ts";
-import { ParseQueue } from "./parse-queue.ts";
-import { ScrollbackCache } from "./scrollback-cache.ts";
-import { serializeScreen } from "./screen-serializer.ts";
+import type { Answers, Question } from "./parser-protocol.ts";
+import type { ParsedTerminal, ParserThread } from "./parser-thread.ts";
 import { StreamScanner } from "./stream-scanner.ts";
 
 /** What a (re)connecting client is sent instead of missed bytes. */
@@ -27,6 +23,8 @@ export interface ScreenMirrorOptions {
   scrollback: number;
   /** Raw output bytes kept for replay, plus whatever is not parsed yet; default 1 MiB. */
   ringBytes?: number;
+  /** The thread that parses the output (one per process, shared by every mirror). */
+  parser: ParserThread;
 }
 
 /** Replay window for reconnects: a few screens of busy output; sshx keeps 2 MiB, VS Code 1 MiB in older builds. */
@@ -57,12 +55,14 @@ const SPLIT_SEQUENCE_WAIT_MS = 100;
  * missed or a serialized snapshot of screen and scrollback.
  *
  * `write` stays cheap for the caller: it appends to a byte ring, scans the
- * bytes for alternate-screen switches and queues them for xterm.js, which
- * parses later. Everything that reads the parsed screen waits for it.
+ * bytes for alternate-screen switches and sends them to the parser thread,
+ * where an xterm.js terminal parses them beside the main thread's work.
+ * Everything that reads the parsed screen is asked of that thread, and is
+ * answered once the output written before the question is parsed.
  *
  * @example
  * ```ts
- * using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 10_000 });
+ * using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 10_000, parser });
  * mirror.write(chunk);
  * const missed = mirror.missedSince(clientOffset);
  * if (missed === null) {
@@ -73,18 +73,21 @@ const SPLIT_SEQUENCE_WAIT_MS = 100;
  * ```
  */
 export class ScreenMirror {
-  readonly #terminal: Terminal;
-  readonly #queue: ParseQueue;
+  readonly #terminal: ParsedTerminal;
   readonly #scanner = new StreamScanner();
   readonly #ring: OutputRing;
-  readonly #history: ScrollbackCache;
   #cols: number;
   #rows: number;
   #offset = 0;
+  /** Bytes the parser thread has reported parsed. */
+  #parsed = 0;
   /** No reconnect replays bytes before this: the end of the last full-screen app, or the last resize. */
   #replayFloor = 0;
   #lastResizeAt = 0;
   #writeWaiters: (() => void)[] = [];
+  #drainWaiters: { backlog: number; resolve: () => void }[] = [];
+  /** Why the parser thread can no longer answer, if it cannot. */
+  #failure: Error | null = null;
   #disposed = false;
 
   constructor(options: ScreenMirrorOptions) {
@@ -97,10 +100,11 @@ export class ScreenMirror {
     }
     this.#cols = options.cols;
     this.#rows = options.rows;
-    this.#terminal = createMirrorTerminal(options);
-    this.#queue = new ParseQueue(this.#terminal);
     this.#ring = new OutputRing(ringBytes);
-    this.#history = new ScrollbackCache(this.#terminal);
+    this.#terminal = options.parser.open(
+      { cols: options.cols, rows: options.rows, scrollback: options.scrollback },
+      { parsed: (bytes) => this.#onParsed(bytes), failed: (error) => this.#onFailed(error) },
+    );
   }
 
   /** Raw PTY output bytes seen so far (monotonic). */
@@ -124,31 +128,34 @@ export class ScreenMirror {
   }
 
   /**
-   * Bytes written but not yet parsed by xterm.js. The PTY should pause above
-   * a high watermark: xterm.js refuses writes beyond a 50 MB backlog.
+   * Bytes written but not yet reported parsed (0 once the parser thread has
+   * failed). The PTY should pause above a high watermark: xterm.js refuses
+   * writes beyond a 50 MB backlog.
    */
   get backlog(): number {
-    return this.#queue.backlog;
+    return this.#failure ? 0 : this.#offset - this.#parsed;
   }
 
   /**
    * Feed raw PTY output. Synchronous and cheap: ring append, byte scan, and a
-   * queued parse. The mirror keeps a reference to `chunk`; do not reuse it.
-   * Writes after `dispose` are ignored. Throws, changing nothing, when the
-   * parse backlog is past xterm.js's 50 MB limit: pause the PTY on `backlog`.
+   * copy posted to the parser thread. The mirror keeps a reference to
+   * `chunk`; do not reuse it. Writes after `dispose` are ignored. Throws,
+   * changing nothing, when the parse backlog is past xterm.js's 50 MB limit:
+   * pause the PTY on `backlog`.
    */
   write(chunk: Uint8Array): void {
     if (this.#disposed || chunk.length === 0) return;
-    if (this.#queue.backlog > XTERM_DISCARD_WATERMARK) {
-      throw new Error(`Cannot mirror output: ${this.#queue.backlog} bytes are waiting to be parsed; pause the PTY on backlog`);
+    if (this.backlog > XTERM_DISCARD_WATERMARK) {
+      throw new Error(`Cannot mirror output: ${this.backlog} bytes are waiting to be parsed; pause the PTY on backlog`);
     }
     const base = this.#offset;
     const lastExit = this.#scanner.scan(chunk, base);
     if (lastExit >= 0) this.#replayFloor = lastExit;
-    // Queued after the scan, which says whether the stream ends cleanly here.
-    this.#queue.write(chunk, this.#scanner.clean);
+    // Sent after the scan, which says whether the stream ends cleanly here.
+    this.#terminal.write(chunk, { clean: this.#scanner.clean, resets: this.#scanner.resets });
     this.#offset = base + chunk.length;
-    this.#ring.append(chunk, this.#offset - this.#queue.backlog);
+    // Unparsed bytes stay: a snapshot taken at any later parse point is caught up from the ring.
+    this.#ring.append(chunk, this.#failure ? this.#offset : this.#parsed);
     const waiters = this.#writeWaiters;
     this.#writeWaiters = [];
     for (const wake of waiters) wake();
@@ -183,9 +190,9 @@ export class ScreenMirror {
   /**
    * A serialized snapshot of screen and scrollback (addon-serialize) with
    * colours, cursor, modes and the alternate screen if a full-screen app
-   * runs. `offset` is exactly the number of bytes it reflects: once xterm.js
-   * has parsed the output written before the call, it is taken at the first
-   * point between two sequences, so a flood cannot starve it; send
+   * runs. `offset` is exactly the number of bytes it reflects: once the
+   * output written before the call is parsed, it is taken at the first point
+   * between two sequences, so a flood cannot starve it; send
    * `bytesSince(offset)` after it. When all output is parsed, a sequence
    * left unfinished by the last PTY read is appended to `data`, so the
    * client's parser continues it.
@@ -194,17 +201,17 @@ export class ScreenMirror {
     const deadline = performance.now() + SPLIT_SEQUENCE_WAIT_MS;
     for (;;) {
       this.#checkUsable("snapshot screen");
-      if (!this.#queue.drained) {
-        const taken = await this.#queue.atCleanBoundary((offset) => this.#takeSnapshot("", offset));
-        if (taken) return taken;
-        continue;
-      }
+      const { clean, ...taken } = await this.#ask("snapshot screen", { kind: "snapshot" });
+      if (clean) return taken;
+      // Parsing stopped inside a sequence: only the scanner, which has seen
+      // the same bytes, knows its text, and only if nothing was written since.
+      if (taken.offset !== this.#offset) continue;
       const pending = this.#scanner.pendingText();
       const waitLeft = deadline - performance.now();
       if (pending !== null || waitLeft <= 0) {
         // Past the deadline an unfinished character is left out: the client
         // may show one garbled character rather than never attaching.
-        return this.#takeSnapshot(pending ?? "", this.#offset);
+        return { ...taken, data: taken.data + (pending ?? "") };
       }
       await this.#nextWrite(waitLeft);
     }
@@ -221,7 +228,7 @@ export class ScreenMirror {
     this.#rows = rows;
     this.#replayFloor = this.#offset;
     this.#lastResizeAt = this.#offset;
-    this.#queue.resize(cols, rows);
+    this.#terminal.resize(cols, rows);
   }
 
   /** The last `max` lines of the normal buffer (scrollback and screen) as plain text, trailing blank lines left out. */
@@ -229,55 +236,84 @@ export class ScreenMirror {
     if (!Number.isSafeInteger(max) || max < 0) {
       throw new RangeError(`Cannot read lines: max must be a non-negative integer, got ${max}`);
     }
-    await this.settled();
-    this.#checkUsable("read lines");
-    return lastLines(this.#terminal.buffer.normal, max, this.#terminal.cols);
+    return this.#ask("read lines", { kind: "readLines", max });
   }
 
   /**
    * Plain text of the logical line the cursor is on (wrapped rows joined) in
-   * the active buffer, as parsed so far; await `settled()` first for the
-   * latest output.
+   * the active buffer, once everything written so far is parsed; "" once the
+   * mirror is disposed.
    */
-  currentLine(): string {
+  async currentLine(): Promise<string> {
     if (this.#disposed) return "";
-    const buffer = this.#terminal.buffer.active;
-    return logicalLineAt(buffer, buffer.baseY + buffer.cursorY, this.#terminal.cols);
+    try {
+      return await this.#terminal.ask({ kind: "currentLine" });
+    } catch (error) {
+      if (this.#disposed) return "";
+      throw error;
+    }
   }
 
-  /** Resolves once everything written (and every resize) so far is parsed, or the mirror is disposed. */
-  settled(): Promise<void> {
-    return this.#queue.settled();
+  /**
+   * Resolves once everything written (and every resize) so far is parsed, or
+   * the mirror is disposed; rejects if the parser thread failed.
+   */
+  async settled(): Promise<void> {
+    if (this.#disposed) return;
+    try {
+      await this.#terminal.ask({ kind: "settled" });
+    } catch (error) {
+      if (!this.#disposed) throw error;
+    }
+  }
+
+  /** Resolves once the backlog is at most `backlog` bytes, or the mirror is disposed or cannot parse any more. */
+  drained(backlog: number): Promise<void> {
+    if (this.#disposed || this.backlog <= backlog) return Promise.resolve();
+    return new Promise((resolve) => this.#drainWaiters.push({ backlog, resolve }));
   }
 
   /** Free the terminal, the ring and the cache; pending waits resolve. */
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
-    this.#queue.dispose();
-    this.#history.dispose();
-    // xterm.js's dispose keeps the buffers; a reset drops them, so a disposed
-    // mirror that is still referenced does not pin megabytes of scrollback.
-    this.#terminal.reset();
-    this.#terminal.dispose();
+    this.#terminal.close();
     this.#ring.reset(this.#offset);
     for (const wake of this.#writeWaiters) wake();
     this.#writeWaiters = [];
+    for (const waiter of this.#drainWaiters) waiter.resolve();
+    this.#drainWaiters = [];
   }
 
   [Symbol.dispose](): void {
     this.dispose();
   }
 
-  #takeSnapshot(pending: string, offset: number): ScreenSnapshot {
-    const terminal = this.#terminal;
-    return {
-      data: serializeScreen(terminal, this.#history, this.#scanner.resets) + pending,
-      cols: terminal.cols,
-      rows: terminal.rows,
-      offset,
-      fullScreen: terminal.buffer.active.type === "alternate",
-    };
+  /** Ask the parser thread; a failure says what could not be done. */
+  async #ask<K extends Question["kind"]>(action: string, question: Extract<Question, { kind: K }>): Promise<Answers[K]> {
+    try {
+      return await this.#terminal.ask(question);
+    } catch (error) {
+      this.#checkUsable(action);
+      throw new Error(`Cannot ${action}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  }
+
+  #onParsed(bytes: number): void {
+    this.#parsed = bytes;
+    if (this.#drainWaiters.length === 0) return;
+    const backlog = this.backlog;
+    const due = this.#drainWaiters.filter((waiter) => backlog <= waiter.backlog);
+    if (due.length === 0) return;
+    this.#drainWaiters = this.#drainWaiters.filter((waiter) => backlog > waiter.backlog);
+    for (const waiter of due) waiter.resolve();
+  }
+
+  #onFailed(error: Error): void {
+    this.#failure = error;
+    // Nothing will be parsed any more: nobody should wait for it.
+    for (const waiter of this.#drainWaiters) waiter.resolve();
+    this.#drainWaiters = [];
   }
 
   /** Resolves on the next write, or after `ms`. */

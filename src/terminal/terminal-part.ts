@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { ConfinementProbe } from "../confine/index.ts";
 import type { Platform } from "../platform/index.ts";
+import { ParserThread } from "../screen/index.ts";
 import {
   bunPtyBackend,
   bunTerminalBackend,
@@ -58,8 +59,10 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   const protectedPaths = [options.dataDir];
   const confinement = createConfinement({ probe: options.probe, preferBwrap: options.preferBwrap });
   const backend = options.ptyBackend === "bun-pty" ? bunPtyBackend : bunTerminalBackend;
+  const parser = new ParserThread();
   const sessions = new SessionManager({
     scratchBase: join(options.dataDir, "scratch"),
+    parser,
     spawner: createPtySpawner(backend, confinement.status().mode ? confinement.pty : null),
     limits: {
       maxSessions: () => platform.settings.get("terminalMaxSessions"),
@@ -113,6 +116,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
     dispose: async () => {
       if (reaper) clearInterval(reaper);
       await sessions.dispose();
+      parser.dispose();
     },
   };
 }

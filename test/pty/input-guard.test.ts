@@ -15,7 +15,7 @@ function harness(overrides: Partial<InputGuardOptions> = {}) {
   const blocklist = new Blocklist({ protectedPaths: ["/srv/hatch/data"], home: "/home/ada" });
   const guard = new InputGuard({
     forward: (bytes) => forwarded.push(bytes),
-    currentLine: () => screen.line,
+    currentLine: async () => screen.line,
     settled: () => {
       settledCalls++;
       return Promise.resolve();
@@ -185,7 +185,7 @@ test("without a checkLine the guard builds a Blocklist from its path options", a
   const reasons: string[] = [];
   const guard = new InputGuard({
     forward: (b) => forwarded.push(b),
-    currentLine: () => "",
+    currentLine: async () => "",
     settled: async () => {},
     onBlocked: (reason) => reasons.push(reason),
     protectedPaths: ["/srv/hatch/data"],

@@ -3,6 +3,7 @@ import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES, type ControlMessage, type Vi
 import { SessionViews } from "../../src/pty/session-views.ts";
 import { ScreenMirror } from "../../src/screen/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
+import { parser } from "../helpers/parser-thread.ts";
 
 /** What a WebSocket would have carried to one view. */
 function recordingSink(): ViewSink & { controls: ControlMessage[]; bytes: number } {
@@ -17,7 +18,7 @@ function recordingSink(): ViewSink & { controls: ControlMessage[]; bytes: number
 }
 
 function views() {
-  const mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 100 });
+  const mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 100 });
   const pauses: string[] = [];
   const set = new SessionViews("s", { mirror, pauseOutput: () => (pauses.push("pause"), true), resumeOutput: () => void pauses.push("resume") });
   return { mirror, set, pauses };

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ScreenMirror } from "../../src/screen/index.ts";
 import { MirrorUnderTest, encode, expectSnapshotReproduces, feed, freshTerminal, replay, screenState } from "./mirror-fixture.ts";
+import { parser } from "../helpers/parser-thread.ts";
 
 /** What a full-screen app such as htop draws: modes (cursor keys, mouse), clear, a coloured title bar, rows of text, the cursor parked. */
 const DRAW_APP = [
@@ -41,7 +42,7 @@ describe("full-screen apps", () => {
   });
 
   test("output from a full-screen app that started and ended after the offset is not replayed", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     mirror.write(encode("$ vim notes\r\n"));
     const clientOffset = mirror.offset;
     mirror.write(encode(`${DRAW_APP}\x1b[?1049l`));
@@ -54,7 +55,7 @@ describe("full-screen apps", () => {
   });
 
   test("replay resumes exactly at the end of the sequence that left the alternate screen, even mid-chunk", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     const chunk = encode("\x1b[?1049hdrawing\x1b[?1049l$ after");
     mirror.write(chunk);
     const exitEnd = chunk.length - "$ after".length;
@@ -132,7 +133,7 @@ describe("full-screen apps", () => {
   });
 
   test("a fresh mirror starts on the normal screen and its snapshot says so", async () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     const snapshot = await mirror.snapshot();
     expect({ ...snapshot, data: undefined }).toEqual({ data: undefined, cols: 80, rows: 24, offset: 0, fullScreen: false });
     const client = freshTerminal(80, 24);

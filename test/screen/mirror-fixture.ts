@@ -6,6 +6,7 @@ import {
   type ScreenMirrorOptions,
   type ScreenSnapshot,
 } from "../../src/screen/index.ts";
+import { parser } from "../helpers/parser-thread.ts";
 
 const encoder = new TextEncoder();
 
@@ -66,8 +67,8 @@ export class MirrorUnderTest implements Disposable {
   readonly scrollback: number;
   #written = Promise.resolve();
 
-  constructor(options: ScreenMirrorOptions) {
-    this.mirror = new ScreenMirror(options);
+  constructor(options: Omit<ScreenMirrorOptions, "parser">) {
+    this.mirror = new ScreenMirror({ ...options, parser });
     this.reference = freshTerminal(options.cols, options.rows, options.scrollback);
     this.scrollback = options.scrollback;
   }

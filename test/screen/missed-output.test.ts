@@ -1,10 +1,11 @@
 import { describe, expect, test } from "bun:test";
 import { ScreenMirror } from "../../src/screen/index.ts";
+import { parser } from "../helpers/parser-thread.ts";
 import { concat, encode, seededRandom } from "./mirror-fixture.ts";
 
 describe("missed output", () => {
   test("a reconnect after missed output gets exactly the missed bytes", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     const before = encode("$ echo hi\r\nhi\r\n");
     const missed = [encode("$ ls\r\n"), encode("a.txt  \x1b[34mb\x1b[0m\r\n"), encode("$ ")];
     mirror.write(before);
@@ -15,8 +16,19 @@ describe("missed output", () => {
     expect(mirror.missedSince(0)).toEqual(concat(before, ...missed));
   });
 
+  test("a chunk that is a view into a larger buffer, as a PTY read can be, is mirrored whole and left intact", async () => {
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
+    const pool = Buffer.from("xxxx$ echo hi\r\nhi\r\nyyyy");
+    const chunk = pool.subarray(4, pool.length - 4);
+    mirror.write(chunk);
+    expect(chunk.toString()).toBe("$ echo hi\r\nhi\r\n");
+    expect(mirror.offset).toBe(chunk.length);
+    expect(mirror.missedSince(0)).toEqual(encode("$ echo hi\r\nhi\r\n"));
+    expect(await mirror.readLines(5)).toEqual(["$ echo hi", "hi"]);
+  });
+
   test("the offset counts raw bytes, so multi-byte characters count as their UTF-8 length", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     mirror.write(encode("é€😀"));
     expect(mirror.offset).toBe(2 + 3 + 4);
     mirror.write(encode("x"));
@@ -24,14 +36,14 @@ describe("missed output", () => {
   });
 
   test("a client that is up to date gets an empty replay", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     expect(mirror.missedSince(0)).toEqual(new Uint8Array(0));
     mirror.write(encode("hello"));
     expect(mirror.missedSince(5)).toEqual(new Uint8Array(0));
   });
 
   test("an offset in the future, negative or not a whole number gets null", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     mirror.write(encode("hello"));
     for (const offset of [6, 1e12, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
       expect(mirror.missedSince(offset)).toBeNull();
@@ -39,7 +51,7 @@ describe("missed output", () => {
   });
 
   test("output the ring has dropped gets null, so the client needs a snapshot; what is held stays exact", async () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000, ringBytes: 10_000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000, ringBytes: 10_000 });
     const chunks = [0, 1, 2].map((n) => encode(String(n).repeat(6000)));
     for (const chunk of chunks) {
       mirror.write(chunk);
@@ -54,7 +66,7 @@ describe("missed output", () => {
 
   test("a flood of tiny chunks (echoed keystrokes) is replayed exactly or refused, never truncated", async () => {
     const ringBytes = 5000;
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000, ringBytes });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000, ringBytes });
     const random = seededRandom(7);
     const all: number[] = [];
     for (let i = 0; i < 3000; i++) {
@@ -84,7 +96,7 @@ describe("missed output", () => {
   });
 
   test("output from before a resize is not replayed, because it was laid out at the old size", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     mirror.write(encode("before\r\n"));
     const beforeResize = mirror.offset;
     mirror.resize(100, 30);
@@ -96,14 +108,14 @@ describe("missed output", () => {
   });
 
   test("a resize to the same size changes nothing", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     mirror.write(encode("abc"));
     mirror.resize(80, 24);
     expect(mirror.missedSince(0)).toEqual(encode("abc"));
   });
 
   test("output not yet parsed is always held, however small the ring", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000, ringBytes: 10 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000, ringBytes: 10 });
     const chunks = [0, 1, 2].map((n) => encode(String(n).repeat(6000)));
     for (const chunk of chunks) mirror.write(chunk);
     expect(mirror.backlog).toBe(18_000);
@@ -111,7 +123,7 @@ describe("missed output", () => {
   });
 
   test("after a snapshot, bytesSince catches up whatever the screen mode, but not across a resize", () => {
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     mirror.write(encode("\x1b[?1049hvim"));
     mirror.write(encode(" redraw"));
     expect(mirror.missedSince(3)).toBeNull();
@@ -125,18 +137,18 @@ describe("missed output", () => {
   });
 
   test("invalid sizes and bounds are refused with a clear error", () => {
-    expect(() => new ScreenMirror({ cols: 1, rows: 24, scrollback: 10 })).toThrow(
+    expect(() => new ScreenMirror({ parser, cols: 1, rows: 24, scrollback: 10 })).toThrow(
       "Cannot create screen mirror: size must be at least 2x1 whole cells, got 1x24",
     );
-    expect(() => new ScreenMirror({ cols: 80, rows: 24, scrollback: -1 })).toThrow(
+    expect(() => new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: -1 })).toThrow(
       "Cannot create screen mirror: scrollback must be a non-negative integer, got -1",
     );
-    using mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 10 });
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 10 });
     expect(() => mirror.resize(80.5, 24)).toThrow("Cannot resize screen mirror");
   });
 
   test("after dispose, writes are ignored, settled resolves and a snapshot is refused", async () => {
-    const mirror = new ScreenMirror({ cols: 80, rows: 24, scrollback: 1000 });
+    const mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     mirror.write(encode("abc"));
     const settling = mirror.settled();
     mirror.dispose();

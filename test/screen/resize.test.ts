@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { ScreenMirror } from "../../src/screen/index.ts";
 import { MirrorUnderTest, attach, encode, expectSnapshotReproduces, feed, seededRandom } from "./mirror-fixture.ts";
 import { Terminal } from "@xterm/headless";
+import { parser } from "../helpers/parser-thread.ts";
 
 const ALPHABET = "abcdefghijklmnopqrstuvwxyz";
 
@@ -15,7 +16,7 @@ function rowsOf(terminal: Terminal): string[] {
 
 describe("resize", () => {
   test("widening does not reflow earlier text: a wrapped line keeps its line break", async () => {
-    using mirror = new ScreenMirror({ cols: 20, rows: 4, scrollback: 100 });
+    using mirror = new ScreenMirror({ parser, cols: 20, rows: 4, scrollback: 100 });
     mirror.write(encode(`${ALPHABET}\r\n$ `));
     mirror.resize(40, 4);
     const { client } = await attach(mirror);
@@ -29,7 +30,7 @@ describe("resize", () => {
   });
 
   test("narrowing does not reflow earlier text: long lines are cut at the edge, not wrapped onto new rows", async () => {
-    using mirror = new ScreenMirror({ cols: 40, rows: 4, scrollback: 100 });
+    using mirror = new ScreenMirror({ parser, cols: 40, rows: 4, scrollback: 100 });
     mirror.write(encode(`${ALPHABET.repeat(2).slice(0, 30)}\r\nnext\r\n`));
     mirror.resize(20, 4);
     const { client } = await attach(mirror);
@@ -42,7 +43,7 @@ describe("resize", () => {
   });
 
   test("output written before a resize is laid out at the old width even if not yet parsed", async () => {
-    using mirror = new ScreenMirror({ cols: 20, rows: 4, scrollback: 100 });
+    using mirror = new ScreenMirror({ parser, cols: 20, rows: 4, scrollback: 100 });
     mirror.write(encode(ALPHABET));
     mirror.resize(40, 4); // before xterm.js has parsed the write
     mirror.write(encode(`\r\n${ALPHABET}`));

@@ -1,0 +1,85 @@
+import { describe, expect, test } from "bun:test";
+import { ParserThread, ScreenMirror } from "../../src/screen/index.ts";
+import { BREAKING_LINE_COUNT } from "../helpers/breakable-parser-worker.ts";
+import { parser } from "../helpers/parser-thread.ts";
+import { encode } from "./mirror-fixture.ts";
+
+const BREAKABLE_WORKER = new URL("../helpers/breakable-parser-worker.ts", import.meta.url);
+const MIB = 1024 * 1024;
+
+/** `count` bytes of 80-column lines. */
+function lines(count: number): Uint8Array {
+  return encode(`${"y".repeat(78)}\r\n`.repeat(Math.ceil(count / 80)).slice(0, count));
+}
+
+describe("the parser thread", () => {
+  test("parsing runs beside the writer: the backlog is reported as it shrinks, and drained waits for it", async () => {
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
+    for (let i = 0; i < 40; i++) mirror.write(lines(64 * 1024));
+    expect(mirror.backlog).toBe(40 * 64 * 1024);
+    await mirror.drained(MIB);
+    expect(mirror.backlog).toBeLessThanOrEqual(MIB);
+    await mirror.settled();
+    expect(mirror.backlog).toBe(0);
+  });
+
+  test("many mirrors share one thread and each keeps its own screen", async () => {
+    const mirrors = Array.from({ length: 5 }, () => new ScreenMirror({ parser, cols: 40, rows: 5, scrollback: 100 }));
+    mirrors.forEach((mirror, i) => mirror.write(encode(`mirror ${i}\r\n$ `)));
+    expect(await Promise.all(mirrors.map((mirror) => mirror.readLines(2)))).toEqual(mirrors.map((_, i) => [`mirror ${i}`, "$"]));
+    for (const mirror of mirrors) mirror.dispose();
+  });
+
+  test("a thread that dies fails its mirrors' questions instead of leaving them waiting; the next mirror gets a new thread", async () => {
+    using thread = new ParserThread({ workerUrl: BREAKABLE_WORKER });
+    using broken = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
+    broken.write(encode("$ ls\r\n"));
+    expect(await broken.readLines(1)).toEqual(["$ ls"]);
+
+    const errors: unknown[] = [];
+    const log = console.error;
+    console.error = (...args: unknown[]) => errors.push(args.join(" "));
+    try {
+      await expect(broken.readLines(BREAKING_LINE_COUNT)).rejects.toThrow(/^Cannot read lines: the screen parser thread failed/);
+    } finally {
+      console.error = log;
+    }
+    expect(errors).toEqual([expect.stringContaining("hatch: the screen parser thread failed")]);
+    await expect(broken.snapshot()).rejects.toThrow(/^Cannot snapshot screen: the screen parser thread failed/);
+    await expect(broken.settled()).rejects.toThrow("the screen parser thread failed");
+    // Output still flows to the ring, and nothing waits on a parse that will never come.
+    const since = broken.offset;
+    const chunk = lines(64 * 1024);
+    for (let i = 0; i < 80; i++) broken.write(chunk.slice());
+    expect(broken.backlog).toBe(0);
+    await broken.drained(0);
+    expect(broken.missedSince(broken.offset - chunk.length)).toEqual(chunk);
+    expect(broken.missedSince(since)).toBeNull();
+
+    using next = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
+    next.write(encode("$ pwd\r\n/root\r\n"));
+    expect(await next.readLines(2)).toEqual(["$ pwd", "/root"]);
+  });
+
+  test("a disposed mirror resolves settled and drained, reads no lines, and its snapshot says why", async () => {
+    const mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 100 });
+    mirror.write(lines(8 * MIB));
+    const pending = [mirror.settled(), mirror.drained(0), mirror.currentLine()];
+    mirror.dispose();
+    expect(await Promise.all(pending)).toEqual([undefined, undefined, ""]);
+    await expect(mirror.readLines(1)).rejects.toThrow("Cannot read lines: screen mirror is disposed");
+    await expect(mirror.snapshot()).rejects.toThrow("Cannot snapshot screen: screen mirror is disposed");
+  });
+
+  test("a stopped thread fails what its mirrors wait for and refuses new mirrors", async () => {
+    const thread = new ParserThread();
+    using mirror = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
+    mirror.write(lines(8 * MIB));
+    const snapshot = mirror.snapshot();
+    thread.dispose();
+    await expect(snapshot).rejects.toThrow("Cannot snapshot screen: the parser thread is stopped");
+    expect(() => new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 })).toThrow(
+      "Cannot open a terminal: the parser thread is stopped",
+    );
+  });
+});
