@@ -188,7 +188,7 @@ export class PtySession {
    * write; capped by the view's token bucket; screened line by line.
    */
   input(view: View, data: string): void {
-    if (!this.views.mayDrive(view) || this.#destroyed) return;
+    if (!this.views.mayDrive(view, data) || this.#destroyed) return;
     const state = this.#guards.get(view)!;
     if (!state.bucket.take(byteLength(data))) {
       view.sink.control({ type: "notice", message: "Input is arriving too fast; some was dropped" });

@@ -2,6 +2,12 @@ import type { ScreenMirror } from "../screen/index.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
 import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./flow-control.ts";
 
+/** Input made only of Ctrl+C, Ctrl+Z and Ctrl+\ (the tty's INTR, SUSP and QUIT keys). */
+const SIGNAL_KEYS = /^[\x03\x1a\x1c]+$/;
+
+/** WebSocket close code for "the server hit an unexpected condition". */
+const CLOSE_INTERNAL_ERROR = 1011;
+
 /** Who a view belongs to and what it may do. */
 export interface ViewOptions {
   userId: string;
@@ -84,7 +90,7 @@ export class SessionViews {
       sink.control({ type: "replay", from: options.since!, to: options.since! + missed.length });
       this.#send(view, missed);
     } else {
-      void this.sendSnapshot(view);
+      this.#catchUp(view);
     }
     if (options.canWrite && !this.leaseHolder) this.#setLease(view);
     else sink.control(this.#leaseMessage(view));
@@ -109,9 +115,15 @@ export class SessionViews {
     return true;
   }
 
-  /** May this view's input and resize reach the PTY right now? */
-  mayDrive(view: View): boolean {
-    return view.canWrite && !view.closed && !view.catchingUp && this.#leaseHolder === view.id;
+  /**
+   * May this view's input (`data`) or resize (no `data`) reach the PTY right
+   * now? Only the lease holder's, and not while a snapshot is on its way to
+   * it, except signal keys: they do not depend on what the screen shows, and
+   * under a flood that cannot be paused a snapshot is on its way most of the time.
+   */
+  mayDrive(view: View, data?: string): boolean {
+    if (!view.canWrite || view.closed || this.#leaseHolder !== view.id) return false;
+    return !view.catchingUp || (data !== undefined && SIGNAL_KEYS.test(data));
   }
 
   /** Fan new output out to every view that is keeping up. */
@@ -131,19 +143,33 @@ export class SessionViews {
   ack(view: View, bytes: number): void {
     view.unacked = Math.max(0, view.unacked - bytes);
     if (view.unacked >= LOW_WATERMARK_BYTES) return;
-    if (view.lagging && !view.catchingUp) void this.sendSnapshot(view);
+    if (view.lagging && !view.catchingUp) this.#catchUp(view);
     if (this.#leaseHolder === view.id) this.#resumeIfPaused();
   }
 
+  /**
+   * Send a view a snapshot. If none can be taken (the session ended meanwhile,
+   * or its parser thread failed), a view still open is closed with 1011
+   * rather than left waiting without output.
+   */
+  #catchUp(view: View): void {
+    this.#sendSnapshot(view).catch((error: unknown) => {
+      if (view.closed) return;
+      console.error(`hatch: cannot send session ${this.sessionId} a snapshot:`, error);
+      view.closed = true;
+      view.sink.close(CLOSE_INTERNAL_ERROR, "The screen could not be sent");
+    });
+  }
+
   /** Replace what a view shows with a fresh snapshot, then the bytes since it. */
-  async sendSnapshot(view: View): Promise<void> {
+  async #sendSnapshot(view: View): Promise<void> {
     view.catchingUp = true;
     const snapshot = await this.host.mirror.snapshot();
     if (view.closed) return;
     // Under a flood the snapshot is taken between two escape sequences, behind the live offset:
     // the bytes after it follow. Null only when a resize intervened: take a new snapshot then.
     const tail = this.host.mirror.bytesSince(snapshot.offset);
-    if (tail === null) return this.sendSnapshot(view);
+    if (tail === null) return this.#sendSnapshot(view);
     view.unacked = 0;
     view.lagging = false;
     view.catchingUp = false;

@@ -36,11 +36,18 @@ const MIN_COLS = 2;
 const MIN_ROWS = 1;
 
 /**
- * xterm.js throws away writes once this many bytes wait to be parsed
- * (WriteBuffer's DISCARD_WATERMARK); the mirror refuses them first, before
- * its offset, ring and scanner have moved, so it never loses sync.
+ * Unparsed bytes past which the mirror starts its terminal over. A PTY pauses
+ * at a few MiB of backlog, but one whose program turned flow control off
+ * (raw mode) cannot be paused, and xterm.js throws writes away past 50 MB
+ * (WriteBuffer's DISCARD_WATERMARK). Starting over bounds the memory and keeps
+ * the mirror in step with the stream, at the cost of the history before.
  */
-const XTERM_DISCARD_WATERMARK = 50_000_000;
+const START_OVER_BACKLOG_BYTES = 16 * 1024 * 1024;
+
+/** DECSET 1049: a terminal started over while a full-screen app runs begins on the alternate screen. */
+const ENTER_ALT_SCREEN = "\x1b[?1049h";
+
+const encoder = new TextEncoder();
 
 /**
  * How long a snapshot waits for the rest of a sequence or character that a
@@ -73,13 +80,19 @@ const SPLIT_SEQUENCE_WAIT_MS = 100;
  * ```
  */
 export class ScreenMirror {
-  readonly #terminal: ParsedTerminal;
+  readonly #parser: ParserThread;
+  readonly #scrollback: number;
+  #terminal!: ParsedTerminal;
+  /** Counts the terminals opened; an answer from an earlier one is stale. */
+  #generation = 0;
+  /** Stream offset of the current terminal's first byte: it counts its bytes from there. */
+  #base = 0;
   readonly #scanner = new StreamScanner();
   readonly #ring: OutputRing;
   #cols: number;
   #rows: number;
   #offset = 0;
-  /** Bytes the parser thread has reported parsed. */
+  /** Stream offset up to which the parser thread has reported parsing. */
   #parsed = 0;
   /** No reconnect replays bytes before this: the end of the last full-screen app, or the last resize. */
   #replayFloor = 0;
@@ -101,10 +114,9 @@ export class ScreenMirror {
     this.#cols = options.cols;
     this.#rows = options.rows;
     this.#ring = new OutputRing(ringBytes);
-    this.#terminal = options.parser.open(
-      { cols: options.cols, rows: options.rows, scrollback: options.scrollback },
-      { parsed: (bytes) => this.#onParsed(bytes), failed: (error) => this.#onFailed(error) },
-    );
+    this.#parser = options.parser;
+    this.#scrollback = options.scrollback;
+    this.#open("");
   }
 
   /** Raw PTY output bytes seen so far (monotonic). */
@@ -139,21 +151,23 @@ export class ScreenMirror {
   /**
    * Feed raw PTY output. Synchronous and cheap: ring append, byte scan, and a
    * copy posted to the parser thread. The mirror keeps a reference to
-   * `chunk`; do not reuse it. Writes after `dispose` are ignored. Throws,
-   * changing nothing, when the parse backlog is past xterm.js's 50 MB limit:
-   * pause the PTY on `backlog`.
+   * `chunk`; do not reuse it. Writes after `dispose` are ignored.
+   *
+   * Pause the PTY on `backlog`: when this chunk would take it past 16 MiB
+   * anyway (a PTY that cannot be paused), the terminal starts over before
+   * the chunk, on the alternate screen if a full-screen app runs. Snapshots
+   * then lack the history before that point; replays of missed bytes are
+   * unaffected.
    */
   write(chunk: Uint8Array): void {
     if (this.#disposed || chunk.length === 0) return;
-    if (this.backlog > XTERM_DISCARD_WATERMARK) {
-      throw new Error(`Cannot mirror output: ${this.backlog} bytes are waiting to be parsed; pause the PTY on backlog`);
-    }
+    if (this.backlog + chunk.length > START_OVER_BACKLOG_BYTES) this.#startOver();
     const base = this.#offset;
     const lastExit = this.#scanner.scan(chunk, base);
     if (lastExit >= 0) this.#replayFloor = lastExit;
+    this.#offset = base + chunk.length;
     // Sent after the scan, which says whether the stream ends cleanly here.
     this.#terminal.write(chunk, { clean: this.#scanner.clean, resets: this.#scanner.resets });
-    this.#offset = base + chunk.length;
     // Unparsed bytes stay: a snapshot taken at any later parse point is caught up from the ring.
     this.#ring.append(chunk, this.#failure ? this.#offset : this.#parsed);
     const waiters = this.#writeWaiters;
@@ -201,7 +215,8 @@ export class ScreenMirror {
     const deadline = performance.now() + SPLIT_SEQUENCE_WAIT_MS;
     for (;;) {
       this.#checkUsable("snapshot screen");
-      const { clean, ...taken } = await this.#ask("snapshot screen", { kind: "snapshot" });
+      const [{ clean, ...taken }, base] = await this.#ask("snapshot screen", { kind: "snapshot" });
+      taken.offset += base;
       if (clean) return taken;
       // Parsing stopped inside a sequence: only the scanner, which has seen
       // the same bytes, knows its text, and only if nothing was written since.
@@ -236,7 +251,8 @@ export class ScreenMirror {
     if (!Number.isSafeInteger(max) || max < 0) {
       throw new RangeError(`Cannot read lines: max must be a non-negative integer, got ${max}`);
     }
-    return this.#ask("read lines", { kind: "readLines", max });
+    const [lines] = await this.#ask("read lines", { kind: "readLines", max });
+    return lines;
   }
 
   /**
@@ -247,7 +263,8 @@ export class ScreenMirror {
   async currentLine(): Promise<string> {
     if (this.#disposed) return "";
     try {
-      return await this.#terminal.ask({ kind: "currentLine" });
+      const [line] = await this.#ask("read the cursor line", { kind: "currentLine" });
+      return line;
     } catch (error) {
       if (this.#disposed) return "";
       throw error;
@@ -261,7 +278,7 @@ export class ScreenMirror {
   async settled(): Promise<void> {
     if (this.#disposed) return;
     try {
-      await this.#terminal.ask({ kind: "settled" });
+      await this.#ask("wait for parsing", { kind: "settled" });
     } catch (error) {
       if (!this.#disposed) throw error;
     }
@@ -289,18 +306,61 @@ export class ScreenMirror {
     this.dispose();
   }
 
-  /** Ask the parser thread; a failure says what could not be done. */
-  async #ask<K extends Question["kind"]>(action: string, question: Extract<Question, { kind: K }>): Promise<Answers[K]> {
-    try {
-      return await this.#terminal.ask(question);
-    } catch (error) {
-      this.#checkUsable(action);
-      throw new Error(`Cannot ${action}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  /**
+   * Ask the current terminal, again if it was started over meanwhile; the
+   * answer comes with the stream offset the terminal counts from. A failure
+   * says what could not be done.
+   */
+  async #ask<K extends Question["kind"]>(action: string, question: Extract<Question, { kind: K }>): Promise<[Answers[K], number]> {
+    for (;;) {
+      const [generation, base] = [this.#generation, this.#base];
+      try {
+        const answer = await this.#terminal.ask(question);
+        if (generation === this.#generation) return [answer, base];
+      } catch (error) {
+        this.#checkUsable(action);
+        if (generation === this.#generation) {
+          throw new Error(`Cannot ${action}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        }
+      }
     }
   }
 
-  #onParsed(bytes: number): void {
-    this.#parsed = bytes;
+  /** A fresh terminal on the parser thread that counts from the current offset, fed `prefix` first. */
+  #open(prefix: string): void {
+    const generation = ++this.#generation;
+    const bytes = encoder.encode(prefix);
+    this.#base = this.#offset - bytes.length;
+    this.#parsed = this.#base;
+    this.#failure = null;
+    this.#terminal = this.#parser.open(
+      { cols: this.#cols, rows: this.#rows, scrollback: this.#scrollback },
+      {
+        parsed: (count) => generation === this.#generation && this.#onParsed(this.#base + count),
+        failed: (error) => generation === this.#generation && this.#onFailed(error),
+      },
+    );
+    if (bytes.length > 0) this.#terminal.write(bytes, { clean: this.#scanner.clean, resets: this.#scanner.resets });
+  }
+
+  /**
+   * Drop the terminal and its unparsed backlog, and open one that continues
+   * from here: on the alternate screen if a full-screen app runs, and inside
+   * the unfinished sequence if the stream stops in one (a split character is
+   * lost).
+   */
+  #startOver(): void {
+    this.#terminal.close();
+    this.#open((this.#scanner.fullScreen ? ENTER_ALT_SCREEN : "") + (this.#scanner.pendingText() ?? ""));
+    this.#wakeDrained();
+  }
+
+  #onParsed(offset: number): void {
+    this.#parsed = offset;
+    this.#wakeDrained();
+  }
+
+  #wakeDrained(): void {
     if (this.#drainWaiters.length === 0) return;
     const backlog = this.backlog;
     const due = this.#drainWaiters.filter((waiter) => backlog <= waiter.backlog);

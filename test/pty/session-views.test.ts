@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES, type ControlMessage, type ViewSink } from "../../src/pty/index.ts";
 import { SessionViews } from "../../src/pty/session-views.ts";
-import { ScreenMirror } from "../../src/screen/index.ts";
+import { ParserThread, ScreenMirror } from "../../src/screen/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { parser } from "../helpers/parser-thread.ts";
 
@@ -31,8 +31,24 @@ describe("session views", () => {
     const view = set.attach(sink, { userId: "u", canWrite: true });
     expect(set.leaseHolder?.id).toBe(view.id);
     expect(set.mayDrive(view)).toBe(false);
+    expect(set.mayDrive(view, "ls\r")).toBe(false);
     await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
     expect(set.mayDrive(view)).toBe(true);
+    expect(set.mayDrive(view, "ls\r")).toBe(true);
+  });
+
+  test("signal keys (Ctrl+C, Ctrl+Z, Ctrl+\\) from the lease holder get through while a snapshot is in flight; nobody else's do", async () => {
+    const { set } = views();
+    const holderSink = recordingSink();
+    const holder = set.attach(holderSink, { userId: "u", canWrite: true });
+    const observer = set.attach(recordingSink(), { userId: "u", canWrite: true });
+    const reader = set.attach(recordingSink(), { userId: "u", canWrite: false });
+    expect(holder.catchingUp).toBe(true);
+    for (const keys of ["\x03", "\x1a", "\x1c", "\x03\x03"]) expect(set.mayDrive(holder, keys)).toBe(true);
+    for (const keys of ["\x03ls\r", "\x04", "q", ""]) expect(set.mayDrive(holder, keys)).toBe(false);
+    expect(set.mayDrive(observer, "\x03")).toBe(false);
+    expect(set.mayDrive(reader, "\x03")).toBe(false);
+    await waitFor(() => holderSink.controls.some((c) => c.type === "snapshot"), "the snapshot");
   });
 
   test("only the lease holder pauses the PTY; a lagging observer is cut off at the high watermark and caught up by snapshot", async () => {
@@ -74,5 +90,24 @@ describe("session views", () => {
     expect(set.leaseHolder?.id).toBe(second.id);
     expect(b.controls.at(-1)).toEqual({ type: "lease", viewId: second.id, userId: "b", you: true });
     expect(reader.controls.at(-1)).toEqual({ type: "lease", viewId: second.id, userId: "b", you: false });
+  });
+
+  test("a view that cannot be sent a snapshot is closed with 1011 instead of being left without output", async () => {
+    const thread = new ParserThread();
+    const mirror = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
+    const set = new SessionViews("s", { mirror, pauseOutput: () => true, resumeOutput: () => {} });
+    thread.dispose();
+    const closes: [number, string][] = [];
+    const errors: string[] = [];
+    const log = console.error;
+    console.error = (...args: unknown[]) => void errors.push(args.map(String).join(" "));
+    try {
+      set.attach({ ...recordingSink(), close: (code, reason) => void closes.push([code, reason]) }, { userId: "u", canWrite: true });
+      await waitFor(() => closes.length > 0, "the view to be closed");
+    } finally {
+      console.error = log;
+    }
+    expect(closes).toEqual([[1011, "The screen could not be sent"]]);
+    expect(errors).toEqual([expect.stringContaining("hatch: cannot send session s a snapshot: Error: Cannot snapshot screen: the parser thread is stopped")]);
   });
 });

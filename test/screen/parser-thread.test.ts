@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { ParserThread, ScreenMirror } from "../../src/screen/index.ts";
 import { BREAKING_LINE_COUNT } from "../helpers/breakable-parser-worker.ts";
 import { parser } from "../helpers/parser-thread.ts";
-import { encode } from "./mirror-fixture.ts";
+import { attach, encode } from "./mirror-fixture.ts";
 
 const BREAKABLE_WORKER = new URL("../helpers/breakable-parser-worker.ts", import.meta.url);
 const MIB = 1024 * 1024;
@@ -81,5 +81,58 @@ describe("the parser thread", () => {
     expect(() => new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 })).toThrow(
       "Cannot open a terminal: the parser thread is stopped",
     );
+  });
+});
+
+describe("a mirror whose PTY cannot be paused", () => {
+  /**
+   * 80-column lines in 64 KiB chunks up to `leave` bytes short of a 16 MiB backlog, written in one
+   * go, so the parser thread cannot report progress meanwhile; the highest
+   * backlog seen.
+   */
+  function flood(mirror: ScreenMirror, leave = 0): number {
+    let highest = 0;
+    const chunk = lines(64 * 1024);
+    for (let left = 16 * MIB - leave - mirror.backlog; left > 0; left -= chunk.length) {
+      mirror.write(chunk.slice(0, left));
+      highest = Math.max(highest, mirror.backlog);
+    }
+    return highest;
+  }
+
+  test("starts its terminal over past a 16 MiB backlog, inside the sequence the stream stopped in, and keeps the bytes for replay", async () => {
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("before the flood\r\n"));
+    expect(flood(mirror, 3)).toBe(16 * MIB - 3);
+    mirror.write(encode("\x1b[3"));
+    expect(mirror.backlog).toBe(16 * MIB);
+    // Past the limit: the terminal starts over inside the unfinished SGR and parses this chunk.
+    mirror.write(encode("1mred\x1b[0m"));
+    expect(mirror.backlog).toBe(3 + 9);
+
+    const { snapshot, client } = await attach(mirror, 1000);
+    expect(snapshot.offset).toBe(mirror.offset);
+    expect(snapshot.fullScreen).toBe(false);
+    const row = client.buffer.active.getLine(client.buffer.active.cursorY)!;
+    expect(row.translateToString(true)).toBe("red");
+    expect(row.getCell(0)!.getFgColor()).toBe(1);
+    expect(client.buffer.active.getLine(0)!.translateToString(true)).not.toContain("before the flood");
+    expect(mirror.missedSince(mirror.offset - 12)).toEqual(encode("\x1b[31mred\x1b[0m"));
+  });
+
+  test("starts over on the alternate screen when a full-screen app runs", async () => {
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("$ top\r\n\x1b[?1049h"));
+    flood(mirror);
+    const redraw = encode("\x1b[H\x1b[2Jtop - 12:00:00 up 3 days");
+    mirror.write(redraw);
+    expect(mirror.backlog).toBe("\x1b[?1049h".length + redraw.length);
+
+    const { snapshot, client } = await attach(mirror, 1000);
+    expect(snapshot.fullScreen).toBe(true);
+    expect(client.buffer.active.type).toBe("alternate");
+    expect(client.buffer.active.getLine(0)!.translateToString(true)).toBe("top - 12:00:00 up 3 days");
+    mirror.write(encode("\x1b[Htop - 12:00:01"));
+    expect(await mirror.currentLine()).toBe("top - 12:00:01 up 3 days");
   });
 });

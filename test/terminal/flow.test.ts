@@ -33,4 +33,37 @@ describe("flow control", () => {
     observer.ack();
     await observer.control("snapshot", (c) => c.offset > HIGH_WATERMARK_BYTES);
   }, 40_000);
+
+  test("a flood from a program that turned flow control off cannot be paused, yet the mirror's backlog stays bounded and the session lives", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "raw-flood" });
+    const session = world.hatch.terminal.sessions.find({ userId: owner.user.id, projectId: project.id, agentId: null, id: "raw-flood" })!;
+    const holder = await attached(world, owner, "raw-flood");
+    // Without IXON the tty cannot be stopped with XOFF: neither the lease nor the mirror can pause it.
+    holder.type("stty -ixon; yes\r");
+    const started = performance.now();
+    let peakBacklog = 0;
+    await waitFor(() => {
+      peakBacklog = Math.max(peakBacklog, session.mirror.backlog);
+      return performance.now() - started > 3_000;
+    }, "three seconds of flood", 10_000);
+    expect(session.destroyed).toBe(false);
+    expect(session.mirror.offset).toBeGreaterThan(16 * 1024 * 1024);
+    expect(peakBacklog).toBeLessThanOrEqual(16 * 1024 * 1024);
+    // Ctrl+C gets through even while a catch-up snapshot is on its way to the holder.
+    holder.type("\x03");
+    await waitFor(async () => {
+      const before = session.mirror.offset;
+      await Bun.sleep(300);
+      return session.mirror.offset === before;
+    }, "the flood to stop");
+    // Other keys are dropped while a catch-up snapshot is in flight: type until the shell has the line.
+    await waitFor(async () => {
+      holder.type("stty ixon; echo stopped-$((8*8))\r");
+      return holder.sees("stopped-64", 1_000).then(() => true, () => false);
+    }, "the shell to run a command after the flood", 15_000);
+    expect(await session.mirror.readLines(5)).toContain("stopped-64");
+  }, 30_000);
 });
