@@ -94,6 +94,8 @@ try {
     console.log(`${scenario.name.padEnd(30)} ${r.rps.toFixed(0).padStart(7)}   ${r.p50.toFixed(3).padStart(7)}  ${r.p99.toFixed(3).padStart(7)}   ${(r.p50 / baseline.p50).toFixed(2)}x`);
   }
   console.log(`runs queued by the valid-token scenario: ${workflows.pool.stats().queued} (one held running by design)`);
+  const commits = workflows.runs.commitStats();
+  console.log(`run rows written in ${commits.commits} group commits, ${(commits.writes / commits.commits).toFixed(1)} rows each on average`);
 } finally {
   await bare.stop(true);
   await hatch.stop();

@@ -4,8 +4,8 @@ import { migrate } from "drizzle-orm/bun-sqlite/migrator";
 import { fileURLToPath } from "node:url";
 import * as schema from "./schema.ts";
 
-/** The drizzle handle every service receives; there is exactly one per process. */
-export type Db = BunSQLiteDatabase<typeof schema>;
+/** The drizzle handle every service receives; there is exactly one per process. `$client` is its bun:sqlite connection. */
+export type Db = BunSQLiteDatabase<typeof schema> & { $client: SqliteDatabase };
 
 /** An open database and its dispose. */
 export interface OpenDatabase {

@@ -1,3 +1,4 @@
-/** Storage: the drizzle schema and the one database handle. */
+/** Storage: the drizzle schema, the one database handle, and the group commit for writes on a hot path. */
 export { openDatabase, type Db, type OpenDatabase } from "./database.ts";
+export { GroupCommit, MAX_GROUP_COMMIT_WRITES, type GroupCommitOptions, type GroupCommitStats } from "./group-commit.ts";
 export * from "./schema.ts";

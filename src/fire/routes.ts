@@ -58,7 +58,7 @@ export function fireRoutes(options: FireRoutesOptions) {
       const triggerId = tokens.authenticate(params.id, bearerToken(request.headers.get("authorization")));
       if (!triggerId) throw fireUnauthorized();
       const text = await readFireText(request);
-      const run = part.engine.fire({ workflowId: params.id, trigger: { id: triggerId, kind: "webhook" }, text, source: { kind: "webhook", triggerId } });
+      const run = await part.engine.fire({ workflowId: params.id, trigger: { id: triggerId, kind: "webhook" }, text, source: { kind: "webhook", triggerId } });
       set.status = 202;
       return { runId: run.id, workflowId: run.workflowId, number: run.number, status: run.status };
     },

@@ -3,7 +3,7 @@
  * engine that fires and executes runs, the scheduler and the management routes.
  *
  * Hooks the channels part uses (see `WorkflowsPart`):
- * - `engine.fireMessage({ bindingId, text, platform, peer, linkedUser, onUpdate })`
+ * - `engine.fireMessage({ bindingId, text, platform, peer, linkedUser, onUpdate })`, resolving with the run once its row is committed
  * - `bus.subscribe({ runId } | { workflowId }, listener)` for `RunUpdate`s
  * - `triggers.addMessage(workflowId, bindingId)` / `triggers.removeMessage(bindingId)`
  * - `workflows.get(id)?.announce` (the delivery policy, read at each answer)
@@ -17,7 +17,7 @@ export { runRoutes, MAX_RUNS_PAGE } from "./run-routes.ts";
 export { sourceLine, type RunSource } from "./run-source.ts";
 export { RUN_EVENT_TYPES, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
 export { runnerEnvironment } from "./runner-environment.ts";
-export { FINISHED_STATUSES, Runs, type CancelPhase, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
+export { FINISHED_STATUSES, RUN_NOT_RECORDED, Runs, type CancelPhase, type PendingRun, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
 export { manageableWorkflow, workflowRoutes, workflowView } from "./routes.ts";
 export { SCHEDULE_TIMEZONE, WorkflowScheduler } from "./scheduler.ts";
 export { createRunnerSpawner, type RunnerCommandSpawner, type RunnerCommandSpec, type RunnerProcess, type RunnerSpawnerOptions } from "./spawn-runner-command.ts";
@@ -26,7 +26,7 @@ export { CHANNEL_ASSISTANT, NO_REPLY, TEMPLATES, type WorkflowTemplate } from ".
 export { Triggers, type StoredTokenHash, type Trigger, type TriggerKind } from "./triggers.ts";
 export { MANUAL_SCHEDULE, WORKFLOW_MODES, WORKFLOW_STATUSES, type RunnerSettings, type Workflow, type WorkflowMode, type WorkflowStatus } from "./workflow.ts";
 export { checkFireText, MAX_FIRE_TEXT_LENGTH, WorkflowEngine, type FireRequest, type MessageFire } from "./workflow-engine.ts";
-export { Workflows, type NewWorkflow, type WorkflowPatch } from "./workflows.ts";
+export { Workflows, type FireTarget, type NewWorkflow, type WorkflowPatch } from "./workflows.ts";
 export {
   createWorkflowStores,
   DEFAULT_POOL_SIZE,

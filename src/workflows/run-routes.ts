@@ -21,7 +21,7 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
       "/:id/runs",
       async ({ params, body, sessionToken, set }) => {
         const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
-        const run = part.engine.fire({
+        const run = await part.engine.fire({
           workflowId: workflow.id,
           trigger: { id: null, kind: "manual" },
           text: body.text ?? null,

@@ -1,6 +1,6 @@
 import { and, asc, desc, eq, getTableColumns, inArray, lt, max, sql, type SQL } from "drizzle-orm";
-import { workflowRunEvents, workflowRuns, type Db } from "../db/index.ts";
-import { notFound } from "../platform/index.ts";
+import { GroupCommit, workflowRunEvents, workflowRuns, type Db, type GroupCommitStats } from "../db/index.ts";
+import { HatchError, notFound } from "../platform/index.ts";
 import type { ThreadTurn } from "./prompt.ts";
 import { uuidv7 } from "./run-id.ts";
 import type { RunEvent } from "./runner.ts";
@@ -44,11 +44,25 @@ export interface Run {
 
 /** What a new run records. */
 export interface NewRun {
-  workflow: Workflow;
+  workflow: Pick<Workflow, "id" | "projectId" | "mode">;
   trigger: { id: string | null; kind: TriggerKindOfRun };
   text: string | null;
   source: RunSource;
 }
+
+/**
+ * A run accepted but not yet written. Its number is given when its row is
+ * written, so a row that fails to write leaves no gap in the numbering.
+ */
+export interface PendingRun {
+  projectId: string;
+  queuedAt: number;
+  /** The queued run once its row is committed; rejects with 500 `run_not_recorded` when it could not be written. */
+  recorded: Promise<Run>;
+}
+
+/** The code of a fire whose run row could not be written (HTTP 500; nothing was queued). */
+export const RUN_NOT_RECORDED = "run_not_recorded";
 
 /** Statuses a run never leaves. */
 export const FINISHED_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
@@ -61,11 +75,23 @@ export class Runs {
   // Prepared once: creating a run is on the fire endpoint's path.
   readonly #lastNumber;
   readonly #insert;
+  /** New run rows are written in group commits: one transaction per turn of the event loop, not one per fire. */
+  readonly #commits: GroupCommit;
+  /**
+   * The last number written per workflow (committed, or applied in the
+   * transaction being written), so a burst does not read the same index end
+   * once per row. Runs are only ever created by this process (the CLI never
+   * fires), and the unique (workflow, number) index refuses a stale number
+   * rather than storing it twice.
+   */
+  readonly #lastNumbers = new Map<string, number>();
 
   constructor(
     private readonly db: Db,
     private readonly now: () => number = Date.now,
+    onFailure: (error: unknown, writes: number) => void = (error, writes) => console.error(`hatch: ${writes} run(s) could not be recorded`, error),
   ) {
+    this.#commits = new GroupCommit(db, { onFailure });
     // ORDER BY ... LIMIT 1 walks the (workflow_id, number) index from its end; max() would scan every run of the workflow.
     this.#lastNumber = db
       .select({ n: workflowRuns.number })
@@ -78,15 +104,19 @@ export class Runs {
     this.#insert = db.insert(workflowRuns).values(placeholders as never).prepare();
   }
 
-  /** Record an accepted fire as a queued run, numbered after the workflow's last one. */
-  create(input: NewRun): Run {
-    const last = this.#lastNumber.get({ workflowId: input.workflow.id });
+  /**
+   * Record an accepted fire as a queued run, numbered after the workflow's
+   * last one. The row joins this turn's group commit; `recorded` resolves with
+   * the run once it is committed, and only then may anyone act on the run.
+   */
+  create(input: NewRun): PendingRun {
+    const workflowId = input.workflow.id;
     const queuedAt = this.now();
     const row: Row = {
       id: `run-${uuidv7(queuedAt)}`,
-      workflowId: input.workflow.id,
+      workflowId,
       projectId: input.workflow.projectId,
-      number: (last?.n ?? 0) + 1,
+      number: 0,
       triggerId: input.trigger.id,
       triggerKind: input.trigger.kind,
       mode: input.workflow.mode,
@@ -102,8 +132,30 @@ export class Runs {
       finishedAt: null,
       retryAt: null,
     };
-    this.#insert.run(row);
-    return toRun(row, []);
+    const write = () => {
+      // Inside the transaction the index end includes the rows written before this one.
+      row.number = (this.#lastNumbers.get(workflowId) ?? this.#lastNumber.get({ workflowId })?.n ?? 0) + 1;
+      this.#insert.run(row);
+      this.#lastNumbers.set(workflowId, row.number);
+    };
+    // Not written after all (its transaction rolled back): read the last number from the table next time.
+    const forget = () => this.#lastNumbers.delete(workflowId);
+    const recorded = this.#commits.write(write, forget).then(
+      // The source as given, not parsed back from the JSON just made of it.
+      () => toRun(row, [], input.source),
+      notRecorded,
+    );
+    return { projectId: row.projectId, queuedAt, recorded };
+  }
+
+  /** Commit the rows still queued now (before the database closes). */
+  flush(): void {
+    this.#commits.flush();
+  }
+
+  /** What the group commit of new runs has done: transactions committed and rolled back, rows written and refused. */
+  commitStats(): GroupCommitStats {
+    return this.#commits.stats();
   }
 
   /** The run with its events, or null. */
@@ -206,7 +258,11 @@ export class Runs {
   }
 }
 
-function toRun(row: Row, events: StoredRunEvent[]): Run {
+function notRecorded(): never {
+  throw new HatchError(RUN_NOT_RECORDED, 500, "Cannot fire: the run could not be recorded, so nothing was queued");
+}
+
+function toRun(row: Row, events: StoredRunEvent[], source: RunSource = JSON.parse(row.source) as RunSource): Run {
   return {
     id: row.id,
     workflowId: row.workflowId,
@@ -215,7 +271,7 @@ function toRun(row: Row, events: StoredRunEvent[]): Run {
     trigger: { id: row.triggerId, kind: row.triggerKind },
     mode: row.mode,
     status: row.status,
-    input: { text: row.inputText, source: JSON.parse(row.source) as RunSource },
+    input: { text: row.inputText, source },
     error: row.error,
     cancelled: row.cancelled,
     attempts: row.attempts,

@@ -10,7 +10,7 @@ export const SCHEDULE_TIMEZONE = "Etc/UTC";
 export interface WorkflowSchedulerOptions {
   workflows: Workflows;
   /** Fire a scheduled run (the engine's `fire`); refusals are expected and swallowed. */
-  fire(workflow: Workflow): void;
+  fire(workflow: Workflow): Promise<unknown>;
   onError?: (error: unknown) => void;
 }
 
@@ -59,12 +59,10 @@ export class WorkflowScheduler implements AsyncDisposable {
   #fire(workflowId: string): void {
     const workflow = this.options.workflows.get(workflowId);
     if (!workflow) return this.sync(workflowId);
-    try {
-      this.options.fire(workflow);
-    } catch (error) {
-      // A paused workflow or a spent budget refuses; the engine already audited a spend refusal.
+    this.options.fire(workflow).catch((error: unknown) => {
+      // A paused workflow or a spent budget refuses; the engine already audited a spend refusal and logged a run it could not record.
       if (!(error instanceof HatchError)) this.#error(error);
-    }
+    });
   }
 
   #error(error: unknown): void {

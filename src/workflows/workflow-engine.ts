@@ -5,6 +5,7 @@ import type { RunSource } from "./run-source.ts";
 import { FINISHED_STATUSES, type Run, type TriggerKindOfRun } from "./runs.ts";
 import type { Triggers } from "./triggers.ts";
 import type { WorkerPool } from "./worker-pool.ts";
+import type { FireTarget } from "./workflows.ts";
 
 /** Longest fire text, in characters (Unicode code points), as the specification limits it. */
 export const MAX_FIRE_TEXT_LENGTH = 4000;
@@ -51,40 +52,34 @@ export class WorkflowEngine implements AsyncDisposable {
   }
 
   /**
-   * Fire a workflow: the run is recorded as queued and its id returned at once.
-   * Throws 400 `text_too_long`, 404 `workflow_not_found`, 409 `workflow_not_active` (nothing is
-   * recorded as a run), 429 `spend_limit_reached` (recorded in the audit log).
+   * Fire a workflow: resolves with the queued run once its row is committed
+   * (fires of one event-loop turn share one transaction), and only then is the
+   * run handed to the pool. Rejects with 400 `text_too_long`, 404
+   * `workflow_not_found`, 409 `workflow_not_active` (nothing is recorded as a
+   * run), 429 `spend_limit_reached` (recorded in the audit log), or 500
+   * `run_not_recorded` when the row could not be written (nothing is queued
+   * and the run is not counted).
    */
-  fire(request: FireRequest): Run {
-    const { workflows, runs, limits, bus, platform } = this.options;
-    if (request.text) checkFireText(request.text);
-    const workflow = workflows.get(request.workflowId);
-    if (!workflow) throw notFound("workflow_not_found", `Cannot find workflow "${request.workflowId}"`);
-    if (workflow.status !== "active") {
-      throw new HatchError("workflow_not_active", 409, `Workflow "${workflow.name}" is ${workflow.status}: it does not fire until it is active`, { status: workflow.status });
-    }
+  async fire(request: FireRequest): Promise<Run> {
+    const { runs, limits } = this.options;
+    const workflow = this.#accept(request);
+    const pending = runs.create({ workflow, trigger: request.trigger, text: request.text ?? null, source: request.source });
+    // Counted now, before the row commits, so a burst in one turn cannot slip past the limit together; refunded if it never commits.
+    limits.record(pending.projectId, pending.queuedAt, { runs: 1 });
+    let run: Run;
     try {
-      limits.check(workflow.projectId, workflow.runner.kind === "openai");
+      run = await pending.recorded;
     } catch (error) {
-      const detail = error instanceof HatchError ? { code: error.code, ...error.detail } : {};
-      platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { ...detail, trigger: request.trigger.kind } });
+      limits.record(pending.projectId, pending.queuedAt, { runs: -1 });
       throw error;
     }
-    const run = runs.create({ workflow, trigger: request.trigger, text: request.text ?? null, source: request.source });
-    limits.record(run.projectId, run.queuedAt, { runs: 1 });
-    if (request.onUpdate) {
-      const listener = request.onUpdate;
-      const off = bus.subscribe({ runId: run.id }, (update) => {
-        if (update.type === "finished") off();
-        listener(update);
-      });
-    }
+    if (request.onUpdate) this.#follow(run.id, request.onUpdate);
     this.#submit(run);
     return run;
   }
 
   /** Fire from a channel message through the binding's message trigger; 404 when the binding has none. */
-  fireMessage(message: MessageFire): Run {
+  async fireMessage(message: MessageFire): Promise<Run> {
     const trigger = this.options.triggers.byBinding(message.bindingId);
     if (!trigger) throw notFound("trigger_not_found", `Cannot fire: binding "${message.bindingId}" has no message trigger`);
     const source: RunSource = { kind: "message", triggerId: trigger.id, platform: message.platform, peer: message.peer, linkedUser: message.linkedUser };
@@ -119,6 +114,8 @@ export class WorkflowEngine implements AsyncDisposable {
 
   /** Cancel every unfinished run of a workflow (before it is deleted). */
   async cancelAll(workflowId: string): Promise<void> {
+    // Fires accepted this turn are not rows yet: commit them so they are cancelled too.
+    this.options.runs.flush();
     const open = this.options.runs.unfinished().filter((r) => r.workflowId === workflowId);
     await Promise.all(open.map((r) => this.cancel(r.id).catch(() => undefined)));
   }
@@ -137,8 +134,37 @@ export class WorkflowEngine implements AsyncDisposable {
 
   /** Stop the pool: running runs end `failed` (the server stopped); queued ones wait for the next start. */
   async [Symbol.asyncDispose](): Promise<void> {
+    // Fires already accepted get their rows before the database closes; the closed pool leaves them queued for `recover`.
+    this.options.runs.flush();
     this.#stopping = true;
     await this.options.pool[Symbol.asyncDispose]();
+  }
+
+  /** The checks before a run is recorded: text, workflow, status, then the spend limit (a refusal is audited). */
+  #accept(request: FireRequest): FireTarget {
+    const { workflows, limits, platform } = this.options;
+    if (request.text) checkFireText(request.text);
+    const workflow = workflows.fireTarget(request.workflowId);
+    if (!workflow) throw notFound("workflow_not_found", `Cannot find workflow "${request.workflowId}"`);
+    if (workflow.status !== "active") {
+      throw new HatchError("workflow_not_active", 409, `Workflow "${workflow.name}" is ${workflow.status}: it does not fire until it is active`, { status: workflow.status });
+    }
+    try {
+      limits.check(workflow.projectId, workflow.runnerKind === "openai");
+    } catch (error) {
+      const detail = error instanceof HatchError ? { code: error.code, ...error.detail } : {};
+      platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { ...detail, trigger: request.trigger.kind } });
+      throw error;
+    }
+    return workflow;
+  }
+
+  /** Hand a run's updates to a listener until its outcome; subscribed before the run is queued, so nothing is missed. */
+  #follow(runId: string, listener: RunListener): void {
+    const off = this.options.bus.subscribe({ runId }, (update) => {
+      if (update.type === "finished") off();
+      listener(update);
+    });
   }
 
   #submit(run: Run): void {

@@ -1,4 +1,7 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
+import { join } from "node:path";
+import { DATABASE_FILE } from "../../src/main.ts";
 import { startWorld } from "../helpers/world.ts";
 import { answers, commandWorkflow, countRows, fire, firePath, issueToken, waitForRun } from "../helpers/workflows.ts";
 
@@ -108,5 +111,25 @@ describe("the fire endpoint", () => {
     const workflow = await commandWorkflow(member, "echo hi", { status: "paused" });
     await issueToken(member.client, workflow.id);
     expect((await fire(world, workflow.id, "wfk1_" + "B".repeat(43))).status).toBe(401);
+  });
+
+  test("every fire's run row is in the database, as a second connection reads it, by the time its 202 arrives", async () => {
+    await using world = await startWorld({}, { fireRatePerMinute: 0 });
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi", { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const reader = new Database(join(world.config.dataDir, DATABASE_FILE), { readonly: true });
+    world.onDispose(() => reader.close());
+    const stored = reader.query("SELECT number, input_text AS text FROM workflow_runs WHERE id = ?");
+
+    // Twenty at once, so fires arriving in the same turn share a group commit.
+    const seen = await Promise.all(
+      Array.from({ length: 20 }, async (_, i) => {
+        const fired = await fire(world, workflow.id, token, { text: `fire ${i}` });
+        return { status: fired.status, row: stored.get(fired.body.runId), number: fired.body.number };
+      }),
+    );
+    expect(seen.map((s) => ({ status: s.status, row: s.row }))).toEqual(seen.map((s, i) => ({ status: 202, row: { number: s.number, text: `fire ${i}` } })));
+    expect(seen.map((s) => s.number).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
 });

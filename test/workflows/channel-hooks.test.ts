@@ -38,7 +38,7 @@ describe("what the channels part builds on", () => {
     const workflow = await commandWorkflow(member, `grep '^source:'; echo '{"type":"note","text":"thinking"}'`);
     const trigger = world.hatch.workflows.triggers.addMessage(workflow.id, "binding-7");
     const updates: RunUpdate[] = [];
-    const run = world.hatch.workflows.engine.fireMessage({
+    const run = await world.hatch.workflows.engine.fireMessage({
       bindingId: "binding-7",
       text: "hello bot",
       platform: "telegram",
@@ -65,20 +65,14 @@ describe("what the channels part builds on", () => {
     world.hatch.workflows.triggers.addMessage(workflow.id, "binding-9");
     const message = { bindingId: "binding-9", text: "hi", platform: "whatsapp", peer, linkedUser: { id: member.user.id, email: member.user.email } };
     const outcomes: RunUpdate[] = [];
-    world.hatch.workflows.engine.fireMessage({ ...message, onUpdate: (u) => u.type === "finished" && outcomes.push(u) });
+    await world.hatch.workflows.engine.fireMessage({ ...message, onUpdate: (u) => u.type === "finished" && outcomes.push(u) });
     await waitFor(() => outcomes.length === 1, "the outcome");
     expect(outcomes[0]).toMatchObject({ outcome: { kind: "failed", error: "The command exited with code 9" } });
 
     await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "paused" });
-    const refusal = (() => {
-      try {
-        world.hatch.workflows.engine.fireMessage(message);
-      } catch (error) {
-        return error as HatchError;
-      }
-    })();
+    const refusal = await world.hatch.workflows.engine.fireMessage(message).catch((error: HatchError) => error);
     expect(refusal).toMatchObject({ code: "workflow_not_active", status: 409, detail: { status: "paused" } });
-    expect(() => world.hatch.workflows.engine.fireMessage({ ...message, bindingId: "nope" })).toThrow("no message trigger");
+    await expect(world.hatch.workflows.engine.fireMessage({ ...message, bindingId: "nope" })).rejects.toThrow("no message trigger");
     expect(countRows(world, "workflow_runs")).toBe(1);
   });
 
