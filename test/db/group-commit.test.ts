@@ -32,6 +32,15 @@ function scratchDatabase(): OpenDatabase & { path: string; reader: Database; ins
 
 const committedValues = (reader: Database) => (reader.query("SELECT value FROM notes ORDER BY rowid").all() as { value: string }[]).map((r) => r.value);
 
+/** A group commit over `database` that records each failure it reports and each write it undoes; `write` inserts a note. */
+function recordingCommits(database: ReturnType<typeof scratchDatabase>) {
+  const failures: [string, number][] = [];
+  const undone: string[] = [];
+  const commits = new GroupCommit(database.db, { onFailure: (error, writes) => failures.push([(error as Error).message, writes]) });
+  const write = (value: string) => commits.write(() => database.insert(value), () => undone.push(value));
+  return { commits, write, failures, undone };
+}
+
 describe("group commit", () => {
   test("writes queued in one turn commit in one transaction, and each resolves only once all of them are visible to another connection", async () => {
     using database = scratchDatabase();
@@ -46,10 +55,7 @@ describe("group commit", () => {
 
   test("a write that throws is rejected alone, after its undo ran; the rest of its transaction commits", async () => {
     using database = scratchDatabase();
-    const failures: [string, number][] = [];
-    const commits = new GroupCommit(database.db, { onFailure: (error, writes) => failures.push([(error as Error).message, writes]) });
-    const undone: string[] = [];
-    const write = (value: string) => commits.write(() => database.insert(value), () => undone.push(value));
+    const { commits, write, failures, undone } = recordingCommits(database);
 
     const settled = await Promise.allSettled(["x", "poison", "y"].map(write));
 
@@ -62,10 +68,7 @@ describe("group commit", () => {
 
   test("a failed commit rejects exactly the writes of its transaction, after their undo ran; the transactions before and after it commit", async () => {
     using database = scratchDatabase();
-    const failures: [string, number][] = [];
-    const commits = new GroupCommit(database.db, { onFailure: (error, writes) => failures.push([(error as Error).message, writes]) });
-    const undone: string[] = [];
-    const write = (value: string) => commits.write(() => database.insert(value), () => undone.push(value));
+    const { commits, write, failures, undone } = recordingCommits(database);
 
     await write("before");
     const failing = await Promise.allSettled(["x", "breaks the commit", "y"].map(write));
