@@ -5,5 +5,5 @@
  * @module
  */
 export { ScreenMirror, type ScreenMirrorOptions, type ScreenSnapshot } from "./screen-mirror.ts";
-export { ParserThread, type ParserThreadOptions } from "./parser-thread.ts";
+export { MAX_WORKER_STARTS_PER_MINUTE, ParserThread, type ParserThreadOptions } from "./parser-thread.ts";
 export { NO_REFLOW_OPTIONS, resizeWithoutReflow, type ResizableTerminal } from "./mirror-terminal.ts";

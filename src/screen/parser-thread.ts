@@ -7,6 +7,15 @@ export interface ParserThreadOptions {
   workerUrl?: URL;
 }
 
+/**
+ * Workers started in a minute at most. A worker that dies is replaced when a
+ * mirror next needs it; one that keeps dying (a bug some output triggers
+ * every time) stops being replaced for the rest of the minute rather than
+ * being restarted at the rate output arrives.
+ */
+export const MAX_WORKER_STARTS_PER_MINUTE = 5;
+const MINUTE_MS = 60_000;
+
 /** The main thread's handle on one mirror's terminal on the parser thread. */
 export interface ParsedTerminal {
   /** Send output, with the stream's state right after it. The bytes are copied. */
@@ -40,7 +49,7 @@ interface WorkerState {
  * the process; it starts with the first mirror.
  *
  * A worker that dies fails its terminals' questions (they never hang); the
- * next terminal opened starts a new one.
+ * next terminal opened starts a new one (at most MAX_WORKER_STARTS_PER_MINUTE).
  *
  * @example
  * ```ts
@@ -56,6 +65,8 @@ export class ParserThread implements Disposable {
   #nextTerminal = 1;
   #nextRequest = 1;
   #disposed = false;
+  /** When the workers of the last minute started. */
+  #starts: number[] = [];
 
   constructor(options: ParserThreadOptions = {}) {
     this.#workerUrl = options.workerUrl ?? new URL("./parser-worker.ts", import.meta.url);
@@ -107,6 +118,13 @@ export class ParserThread implements Disposable {
     };
   }
 
+  /** Whether `open` can give a working terminal now: not stopped, and a live worker or room to start one. */
+  get available(): boolean {
+    if (this.#disposed) return false;
+    if (this.#current && !this.#current.failure) return true;
+    return this.#recentStarts() < MAX_WORKER_STARTS_PER_MINUTE;
+  }
+
   /** Stop the worker; every pending question rejects. */
   dispose(): void {
     if (this.#disposed) return;
@@ -125,6 +143,10 @@ export class ParserThread implements Disposable {
   /** The running worker, started if there is none (or the last one died). */
   #live(): WorkerState {
     if (this.#current && !this.#current.failure) return this.#current;
+    if (this.#recentStarts() >= MAX_WORKER_STARTS_PER_MINUTE) {
+      throw new Error(`Cannot open a terminal: the screen parser thread failed ${MAX_WORKER_STARTS_PER_MINUTE} times in a minute`);
+    }
+    this.#starts.push(performance.now());
     const worker = new Worker(this.#workerUrl.href);
     // Sessions keep the process alive, not their parser. (Bun's Worker has unref; the DOM typings do not.)
     (worker as Worker & { unref(): void }).unref();
@@ -138,6 +160,12 @@ export class ParserThread implements Disposable {
     worker.addEventListener("close", () => this.#fail(state, new Error("the screen parser thread exited")));
     this.#current = state;
     return state;
+  }
+
+  #recentStarts(): number {
+    const since = performance.now() - MINUTE_MS;
+    this.#starts = this.#starts.filter((at) => at > since);
+    return this.#starts.length;
   }
 
   #send(state: WorkerState, message: ToParser): void {

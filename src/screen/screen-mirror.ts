@@ -65,7 +65,10 @@ const SPLIT_SEQUENCE_WAIT_MS = 100;
  * bytes for alternate-screen switches and sends them to the parser thread,
  * where an xterm.js terminal parses them beside the main thread's work.
  * Everything that reads the parsed screen is asked of that thread, and is
- * answered once the output written before the question is parsed.
+ * answered once the output written before the question is parsed. If that
+ * thread dies, the questions pending on it fail and the mirror starts over on
+ * a new one at its next write or question: the session keeps working, and its
+ * snapshots lack the history before (replays of missed bytes do not).
  *
  * @example
  * ```ts
@@ -161,7 +164,7 @@ export class ScreenMirror {
    */
   write(chunk: Uint8Array): void {
     if (this.#disposed || chunk.length === 0) return;
-    if (this.backlog + chunk.length > START_OVER_BACKLOG_BYTES) this.#startOver();
+    if (this.backlog + chunk.length > START_OVER_BACKLOG_BYTES || this.#mayRecover()) this.#startOver();
     const base = this.#offset;
     const lastExit = this.#scanner.scan(chunk, base);
     if (lastExit >= 0) this.#replayFloor = lastExit;
@@ -312,6 +315,7 @@ export class ScreenMirror {
    * says what could not be done.
    */
   async #ask<K extends Question["kind"]>(action: string, question: Extract<Question, { kind: K }>): Promise<[Answers[K], number]> {
+    if (this.#mayRecover()) this.#startOver();
     for (;;) {
       const [generation, base] = [this.#generation, this.#base];
       try {
@@ -326,33 +330,47 @@ export class ScreenMirror {
     }
   }
 
-  /** A fresh terminal on the parser thread that counts from the current offset, fed `prefix` first. */
+  /**
+   * A fresh terminal on the parser thread that counts from the current
+   * offset, fed `prefix` first. Throws (and changes nothing) when the thread
+   * cannot give one.
+   */
   #open(prefix: string): void {
-    const generation = ++this.#generation;
+    const generation = this.#generation + 1;
     const bytes = encoder.encode(prefix);
-    this.#base = this.#offset - bytes.length;
-    this.#parsed = this.#base;
-    this.#failure = null;
-    this.#terminal = this.#parser.open(
+    const base = this.#offset - bytes.length;
+    const terminal = this.#parser.open(
       { cols: this.#cols, rows: this.#rows, scrollback: this.#scrollback },
       {
-        parsed: (count) => generation === this.#generation && this.#onParsed(this.#base + count),
+        parsed: (count) => generation === this.#generation && this.#onParsed(base + count),
         failed: (error) => generation === this.#generation && this.#onFailed(error),
       },
     );
-    if (bytes.length > 0) this.#terminal.write(bytes, { clean: this.#scanner.clean, resets: this.#scanner.resets });
+    [this.#generation, this.#base, this.#parsed, this.#failure, this.#terminal] = [generation, base, base, null, terminal];
+    if (bytes.length > 0) terminal.write(bytes, { clean: this.#scanner.clean, resets: this.#scanner.resets });
   }
 
   /**
    * Drop the terminal and its unparsed backlog, and open one that continues
    * from here: on the alternate screen if a full-screen app runs, and inside
    * the unfinished sequence if the stream stops in one (a split character is
-   * lost).
+   * lost). If no terminal can be opened, the mirror stays as it was.
    */
   #startOver(): void {
-    this.#terminal.close();
-    this.#open((this.#scanner.fullScreen ? ENTER_ALT_SCREEN : "") + (this.#scanner.pendingText() ?? ""));
+    const previous = this.#terminal;
+    try {
+      this.#open((this.#scanner.fullScreen ? ENTER_ALT_SCREEN : "") + (this.#scanner.pendingText() ?? ""));
+    } catch {
+      // The thread is stopped or keeps failing: the failure it reported stands.
+      return;
+    }
+    previous.close();
     this.#wakeDrained();
+  }
+
+  /** The parser thread died under this mirror and a new one can be had: start over on it (the history before is lost). */
+  #mayRecover(): boolean {
+    return this.#failure !== null && !this.#disposed && this.#parser.available;
   }
 
   #onParsed(offset: number): void {

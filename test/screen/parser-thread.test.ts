@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { ParserThread, ScreenMirror } from "../../src/screen/index.ts";
+import { describe, expect, spyOn, test } from "bun:test";
+import { MAX_WORKER_STARTS_PER_MINUTE, ParserThread, ScreenMirror } from "../../src/screen/index.ts";
 import { BREAKING_LINE_COUNT } from "../helpers/breakable-parser-worker.ts";
 import { parser } from "../helpers/parser-thread.ts";
 import { attach, encode } from "./mirror-fixture.ts";
@@ -10,6 +10,18 @@ const MIB = 1024 * 1024;
 /** `count` bytes of 80-column lines. */
 function lines(count: number): Uint8Array {
   return encode(`${"y".repeat(78)}\r\n`.repeat(Math.ceil(count / 80)).slice(0, count));
+}
+
+/** What `run` logged with console.error, which is silenced meanwhile. */
+async function capturedErrors(run: () => Promise<unknown>): Promise<string[]> {
+  const errors: string[] = [];
+  const spy = spyOn(console, "error").mockImplementation((...args: unknown[]) => void errors.push(args.join(" ")));
+  try {
+    await run();
+  } finally {
+    spy.mockRestore();
+  }
+  return errors;
 }
 
 describe("the parser thread", () => {
@@ -30,35 +42,49 @@ describe("the parser thread", () => {
     for (const mirror of mirrors) mirror.dispose();
   });
 
-  test("a thread that dies fails its mirrors' questions instead of leaving them waiting; the next mirror gets a new thread", async () => {
+  test("a thread that dies fails the questions pending on it; its mirrors then start over on a new thread, keeping the bytes for replay", async () => {
     using thread = new ParserThread({ workerUrl: BREAKABLE_WORKER });
     using broken = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
+    using bystander = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
     broken.write(encode("$ ls\r\n"));
+    bystander.write(encode("$ top\r\n"));
     expect(await broken.readLines(1)).toEqual(["$ ls"]);
 
-    const errors: unknown[] = [];
-    const log = console.error;
-    console.error = (...args: unknown[]) => errors.push(args.join(" "));
-    try {
+    const errors = await capturedErrors(async () => {
       await expect(broken.readLines(BREAKING_LINE_COUNT)).rejects.toThrow(/^Cannot read lines: the screen parser thread failed/);
-    } finally {
-      console.error = log;
-    }
+    });
     expect(errors).toEqual([expect.stringContaining("hatch: the screen parser thread failed")]);
-    await expect(broken.snapshot()).rejects.toThrow(/^Cannot snapshot screen: the screen parser thread failed/);
-    await expect(broken.settled()).rejects.toThrow("the screen parser thread failed");
-    // Output still flows to the ring, and nothing waits on a parse that will never come.
-    const since = broken.offset;
-    const chunk = lines(64 * 1024);
-    for (let i = 0; i < 80; i++) broken.write(chunk.slice());
+    // Nothing waits on a parse that will never come: the PTY is not held paused.
     expect(broken.backlog).toBe(0);
     await broken.drained(0);
-    expect(broken.missedSince(broken.offset - chunk.length)).toEqual(chunk);
-    expect(broken.missedSince(since)).toBeNull();
 
-    using next = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
-    next.write(encode("$ pwd\r\n/root\r\n"));
-    expect(await next.readLines(2)).toEqual(["$ pwd", "/root"]);
+    // Output after the failure is parsed on a new thread; the screen before it is gone, the bytes are not.
+    const since = broken.offset;
+    broken.write(encode("$ pwd\r\n/root\r\n"));
+    expect(await broken.readLines(3)).toEqual(["$ pwd", "/root"]);
+    expect(new TextDecoder().decode(broken.missedSince(since)!)).toBe("$ pwd\r\n/root\r\n");
+    // A mirror that was only asked after the failure starts over too, and its snapshot renders.
+    const snapshot = await bystander.snapshot();
+    expect(snapshot).toMatchObject({ cols: 80, rows: 24, offset: bystander.offset, fullScreen: false });
+    expect(await bystander.readLines(1)).toEqual([]);
+  });
+
+  test("a thread that keeps dying is started at most five times a minute; its mirrors then stay failed, without waits that hang", async () => {
+    using thread = new ParserThread({ workerUrl: BREAKABLE_WORKER });
+    using mirror = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
+    const errors = await capturedErrors(async () => {
+      for (let start = 1; start <= MAX_WORKER_STARTS_PER_MINUTE; start++) {
+        await expect(mirror.readLines(BREAKING_LINE_COUNT)).rejects.toThrow("the screen parser thread failed");
+      }
+    });
+    expect(errors).toHaveLength(MAX_WORKER_STARTS_PER_MINUTE);
+    expect(thread.available).toBe(false);
+    mirror.write(lines(64 * 1024));
+    expect(mirror.backlog).toBe(0);
+    await expect(mirror.snapshot()).rejects.toThrow(/^Cannot snapshot screen: the screen parser thread failed/);
+    expect(() => new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 })).toThrow(
+      `Cannot open a terminal: the screen parser thread failed ${MAX_WORKER_STARTS_PER_MINUTE} times in a minute`,
+    );
   });
 
   test("a disposed mirror resolves settled and drained, reads no lines, and its snapshot says why", async () => {
