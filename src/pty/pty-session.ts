@@ -225,7 +225,7 @@ export class PtySession {
       if (this.mirror.offset > start && performance.now() - this.#lastOutputAt >= ECHO_QUIET_MS) break;
       await delay(ECHO_POLL_MS);
     }
-    await this.mirror.settled();
+    // No wait for the parser here: the guard's currentLine() is answered only once this output is parsed.
   }
 
   /** Pause the PTY for a reason; true when it is (now or already) paused for it. */

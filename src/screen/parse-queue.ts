@@ -25,7 +25,6 @@ interface BoundaryRequest {
  *
  * @example
  * ```ts
- * const queue = new ParseQueue(terminal);
  * const queue = new ParseQueue(terminal, (parsed) => report(parsed));
  * queue.write(bytes, { clean: true, resets: 0 });
  * await queue.settled();
