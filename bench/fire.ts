@@ -12,6 +12,9 @@
  *
  * The fired workflow's pool has one worker held by a long first run, so every
  * later run waits in the queue: what is measured is the fire path, not the runs.
+ *
+ * Last, the SQLite steps of a valid fire are timed alone, in this process, so
+ * the cost per request at 16 in flight can be read against its parts.
  */
 import { Elysia } from "elysia";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -19,6 +22,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../src/config.ts";
 import { startHatch } from "../src/main.ts";
+import { WebhookTokens } from "../src/fire/index.ts";
+import type { WorkflowsPart } from "../src/workflows/index.ts";
 import { generateLoad, type LoadResult } from "./_load-generator.ts";
 
 /** Requests in flight: one caller alone, then enough to keep the server's thread busy. */
@@ -29,6 +34,10 @@ const WARMUP = 500;
 const REQUESTS = 5000;
 /** Runs of the whole set: the median is printed, so one noisy pass does not decide. */
 const ROUNDS = 3;
+/** Times each SQLite step of a fire is repeated when timed alone. */
+const STEP_REPEATS = 20_000;
+/** Rows per group commit when a step is timed alone: about what 16 in flight gives. */
+const ROWS_PER_COMMIT = 8;
 
 interface Scenario {
   name: string;
@@ -51,8 +60,7 @@ try {
   const project = platform.projects.create("bench", "Bench", owner.id);
   workflows.limits.set(project.id, { runsPerDay: 100_000_000, tokensPerDay: 100_000_000 });
   const workflow = workflows.workflows.create({ projectId: project.id, createdBy: owner.id, name: "bench", mode: "fresh", runner: { kind: "command", command: "sleep 3600", timeoutSeconds: 3600 } });
-  const { WebhookTokens } = await import("../src/fire/index.ts");
-  const { token } = new WebhookTokens(workflows.triggers).issue(workflow.id);
+  const { token, trigger } = new WebhookTokens(workflows.triggers).issue(workflow.id);
   const fireUrl = `${hatch.url}/api/webhooks/workflow/${workflow.id}/fire`;
   const json = { "content-type": "application/json" };
   const body = JSON.stringify({ text: "benchmark fire" });
@@ -63,9 +71,12 @@ try {
     { name: "fire, malformed token", url: fireUrl, headers: { ...json, authorization: "Bearer nope" }, body, expect: 401 },
     { name: "fire, unknown workflow", url: `${hatch.url}/api/webhooks/workflow/wf-unknown/fire`, headers: { ...json, authorization: `Bearer ${token}` }, body, expect: 401 },
   ];
+  /** Server time per request with the thread saturated (1 / req/s at the last load level). */
+  let saturated = { bareUs: 0, validUs: 0 };
   const median = (list: LoadResult[]) => [...list].sort((a, b) => a.p50 - b.p50)[Math.floor(list.length / 2)]!;
   for (const concurrency of LOAD_LEVELS) {
     const results = new Map<string, LoadResult[]>();
+    const commitsBefore = workflows.runs.commitStats();
     for (let round = 0; round < ROUNDS; round++) {
       for (const scenario of scenarios) {
         const list = results.get(scenario.name) ?? [];
@@ -80,12 +91,51 @@ try {
       const r = median(results.get(scenario.name)!);
       console.log(`${scenario.name.padEnd(30)} ${r.rps.toFixed(0).padStart(7)}   ${r.p50.toFixed(3).padStart(7)}  ${r.p99.toFixed(3).padStart(7)}   ${(r.p50 / baseline.p50).toFixed(2)}x`);
     }
+    const commits = workflows.runs.commitStats();
+    const rows = commits.writes - commitsBefore.writes;
+    console.log(`run rows written: ${rows} in ${commits.commits - commitsBefore.commits} group commits, ${(rows / (commits.commits - commitsBefore.commits)).toFixed(1)} rows each on average`);
+    saturated = { bareUs: 1e6 / baseline.rps, validUs: 1e6 / median(results.get(scenarios[1]!.name)!).rps };
   }
-  console.log(`runs queued by the valid-token scenario: ${workflows.pool.stats().queued} (one held running by design)`);
-  const commits = workflows.runs.commitStats();
-  console.log(`run rows written in ${commits.commits} group commits, ${(commits.writes / commits.commits).toFixed(1)} rows each on average`);
+  console.log(`\nruns queued by the valid-token scenario: ${workflows.pool.stats().queued} (one held running by design)`);
+  await printFireSteps({ workflows, workflowId: workflow.id, projectId: project.id, token, triggerId: trigger.id, saturated });
 } finally {
   await bare.stop(true);
   await hatch.stop();
   rmSync(dataDir, { recursive: true, force: true });
+}
+
+/**
+ * The SQLite steps of a valid fire, each timed alone in a loop (warm caches,
+ * no HTTP): a lower bound of what each costs while the server is loaded.
+ */
+async function printFireSteps(options: { workflows: WorkflowsPart; workflowId: string; projectId: string; token: string; triggerId: string; saturated: { bareUs: number; validUs: number } }) {
+  const { workflows, workflowId, projectId, token, triggerId } = options;
+  const tokens = new WebhookTokens(workflows.triggers);
+  const target = workflows.workflows.fireTarget(workflowId)!;
+  const timed = (step: () => void) => {
+    for (let i = 0; i < 1000; i++) step();
+    const started = performance.now();
+    for (let i = 0; i < STEP_REPEATS; i++) step();
+    return ((performance.now() - started) * 1000) / STEP_REPEATS;
+  };
+  const tokenUs = timed(() => tokens.authenticate(workflowId, token));
+  const readsUs = timed(() => {
+    workflows.workflows.fireTarget(workflowId);
+    workflows.limits.check(projectId, false);
+  });
+  const recorded: Promise<unknown>[] = [];
+  const commitUs =
+    timed(() => {
+      for (let i = 0; i < ROWS_PER_COMMIT; i++) {
+        recorded.push(workflows.runs.create({ workflow: target, trigger: { id: triggerId, kind: "webhook" }, text: "benchmark fire", source: { kind: "webhook", triggerId } }).recorded);
+      }
+      workflows.runs.flush();
+    }) / ROWS_PER_COMMIT;
+  await Promise.all(recorded);
+  const { bareUs, validUs } = options.saturated;
+  console.log(`\nthe SQLite steps of a valid fire, each alone in a loop (a lower bound under load):`);
+  console.log(`  token check (trigger read and hash)       ${tokenUs.toFixed(1).padStart(6)} µs`);
+  console.log(`  workflow and spend-limit reads            ${readsUs.toFixed(1).padStart(6)} µs`);
+  console.log(`  run row, in commits of ${ROWS_PER_COMMIT} rows              ${commitUs.toFixed(1).padStart(6)} µs`);
+  console.log(`server time per request at ${LOAD_LEVELS.at(-1)} in flight (1 / req/s): bare ${bareUs.toFixed(1)} µs, valid fire ${validUs.toFixed(1)} µs`);
 }
