@@ -7,8 +7,8 @@
  * The load comes from a separate process (bench/_load-generator.ts), as wrk or
  * oha would send it, so the client's own work is not counted against the
  * server. Two load levels: 1 request in flight (the latency one caller sees)
- * and 16 in flight (the server's thread saturated, so p50 is in effect its
- * cost per request). Loopback only, bounded loops; nothing is asserted.
+ * and 16 in flight (the server's thread saturated, so p50 rises with its
+ * time per request). Loopback only, bounded loops; nothing is asserted.
  *
  * The fired workflow's pool has one worker held by a long first run, so every
  * later run waits in the queue: what is measured is the fire path, not the runs.
