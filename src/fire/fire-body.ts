@@ -11,7 +11,7 @@ export const MAX_FIRE_BODY_BYTES = 64 * 1024;
 /**
  * The optional `text` of a fire body, validated: an empty body means no text;
  * otherwise `Content-Type: application/json` with a JSON object whose `text`, if
- * present, is a string of at most 4,000 characters. Every other shape is 400.
+ * present, is a string of at most 4,000 characters (`null` is refused). Every other shape is 400.
  */
 export async function readFireText(request: Request): Promise<string | null> {
   const declared = Number(request.headers.get("content-length") ?? 0);
@@ -31,7 +31,8 @@ export async function readFireText(request: Request): Promise<string | null> {
   }
   if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest("invalid_body", "Cannot fire: the body must be a JSON object");
   const text = (body as { text?: unknown }).text;
-  if (text === undefined || text === null) return null;
+  // Absent means no text; null is not a string, so it is refused like any other non-string.
+  if (text === undefined) return null;
   if (typeof text !== "string") throw badRequest("invalid_text", 'Cannot fire: "text" must be a string');
   checkFireText(text);
   return text;

@@ -72,6 +72,7 @@ describe("the fire endpoint", () => {
       ["[1, 2]", "invalid_body"],
       ['"just a string"', "invalid_body"],
       [{ text: 42 }, "invalid_text"],
+      [{ text: null }, "invalid_text"],
       [{ text: ["a"] }, "invalid_text"],
       [{ text: "x".repeat(4001) }, "text_too_long"],
       [{ text: "😀".repeat(4001) }, "text_too_long"],
