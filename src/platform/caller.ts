@@ -74,7 +74,12 @@ export function requireFeature(caller: Caller, feature: string): void {
 
 /** Owners and admins administer a project. */
 export function isProjectAdmin(caller: Caller): boolean {
-  return caller.role === "owner" || caller.role === "admin";
+  return isAdminRole(caller.role);
+}
+
+/** Whether a role is an owner's or an admin's: the roles that read and write project secrets. */
+export function isAdminRole(role: string | null): boolean {
+  return role === "owner" || role === "admin";
 }
 
 /** Throw 403 unless the caller is an owner or admin. */

@@ -2,7 +2,7 @@
 export { Agents, type Agent } from "./agents.ts";
 export { Audit, type AuditEntry, type AuditEntryInput } from "./audit.ts";
 export { AuthSessions, SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
-export { CallerResolver, can, isProjectAdmin, requireFeature, requireProjectAdmin, routeNotFound, type Caller, type ProjectCaller } from "./caller.ts";
+export { CallerResolver, can, isAdminRole, isProjectAdmin, requireFeature, requireProjectAdmin, routeNotFound, type Caller, type ProjectCaller } from "./caller.ts";
 export { type Clock, systemClock } from "./clock.ts";
 export { HatchError, badRequest, conflict, forbidden, notFound, tooMany, unauthorized } from "./errors.ts";
 export { BUILTIN_ROLES, DEFAULT_GRANTS, FEATURES, WILDCARD, hasFeature, isFeatureName } from "./features.ts";

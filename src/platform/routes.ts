@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
-import { isProjectAdmin, requireProjectAdmin } from "./caller.ts";
+import { isAdminRole, requireProjectAdmin } from "./caller.ts";
 import { unauthorized, forbidden, notFound } from "./errors.ts";
 import type { Platform } from "./platform.ts";
 
@@ -195,7 +195,7 @@ export function platformRoutes(platform: Platform) {
 
 /** Admins edit grants of every role but the owner's; only the owner edits the admin role. */
 function requireGrantEditor(callerRole: string, targetRole: string): void {
-  if (!isProjectAdmin({ role: callerRole } as never)) throw forbidden("admin_required", "Only project owners and admins can do this");
+  if (!isAdminRole(callerRole)) throw forbidden("admin_required", "Only project owners and admins can do this");
   if (targetRole === "owner") throw forbidden("owner_immutable", "The owner role always holds every feature");
   if (targetRole === "admin" && callerRole !== "owner") throw forbidden("owner_required", "Only the owner can change the admin role");
 }

@@ -1,5 +1,5 @@
-import { can, FEATURES, forbidden, hasFeature, notFound, type Platform, type ProjectCaller, type User } from "../platform/index.ts";
-import type { Workflow } from "./workflow.ts";
+import { can, FEATURES, forbidden, hasFeature, isAdminRole, notFound, type Platform, type ProjectCaller, type User } from "../platform/index.ts";
+import type { RunnerSettings, Workflow } from "./workflow.ts";
 
 /**
  * The feature a workflow's creator needs for its runs: both runners do work on
@@ -25,6 +25,17 @@ export function requireCreateAccess(caller: ProjectCaller): void {
   if (!can(caller, RUN_FEATURE)) throw forbidden("feature_required", `Creating a workflow needs the feature "${RUN_FEATURE}": its runs execute as you`);
 }
 
+/**
+ * 403 unless the caller may name the runner's project secret. An `openai`
+ * runner sends its API key to a base URL its creator chooses, which is as good
+ * as reading the secret, and reading project secrets is for owners and admins.
+ */
+export function requireSecretAccess(caller: ProjectCaller, runner: Pick<RunnerSettings, "kind">): void {
+  if (runner.kind === "openai" && !isAdminRole(caller.role)) {
+    throw forbidden("secret_access_required", "An openai workflow sends a project secret to its base URL: only project owners and admins may create one");
+  }
+}
+
 /** 404, exactly like an unknown workflow, unless the caller manages this one (their own, or all). */
 export function requireManageable(caller: ProjectCaller, workflow: Workflow): Workflow {
   requireWorkflowAccess(caller);
@@ -40,7 +51,8 @@ export type RunAs = { ok: true; user: User; role: string } | { ok: false; error:
 
 /**
  * Re-resolve the creator's membership, role and features at run time, so a
- * removed member or a revoked grant stops their workflows at the next run.
+ * removed member or a revoked grant stops their workflows at the next run (and
+ * a creator no longer owner or admin stops an `openai` runner revealing its secret).
  */
 export function resolveRunAs(platform: Pick<Platform, "users" | "projects" | "roles">, workflow: Workflow): RunAs {
   const user = platform.users.get(workflow.createdBy);
@@ -49,6 +61,9 @@ export function resolveRunAs(platform: Pick<Platform, "users" | "projects" | "ro
   if (!role) return { ok: false, error: `The workflow's creator "${user.email}" is no longer a member of the project` };
   if (!hasFeature(platform.roles.featuresOf(workflow.projectId, role), RUN_FEATURE)) {
     return { ok: false, error: `The workflow's creator "${user.email}" (role "${role}") lacks the feature "${RUN_FEATURE}" the ${workflow.runner.kind} runner needs` };
+  }
+  if (workflow.runner.kind === "openai" && !isAdminRole(role)) {
+    return { ok: false, error: `The workflow's creator "${user.email}" (role "${role}") is no longer a project owner or admin, so the openai runner may not use the project secret` };
   }
   return { ok: true, user, role };
 }

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { badRequest, conflict, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
-import { managesAll, requireCreateAccess, requireManageable, requireWorkflowAccess } from "./access.ts";
+import { managesAll, requireCreateAccess, requireManageable, requireSecretAccess, requireWorkflowAccess } from "./access.ts";
 import { TEMPLATES } from "./templates.ts";
 import type { Workflow } from "./workflow.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
@@ -61,6 +61,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       async ({ body, sessionToken, set }) => {
         const caller = await platform.callers.resolveInProject(sessionToken);
         requireCreateAccess(caller);
+        requireSecretAccess(caller, body.runner);
         const template = body.template === undefined ? undefined : TEMPLATES.get(body.template);
         if (body.template !== undefined && !template) throw badRequest("unknown_template", `Cannot install template "${body.template}": no such template`);
         if (template && (body.instruction !== undefined || body.mode !== undefined || body.schedule !== undefined)) {

@@ -1,33 +1,36 @@
 import { describe, expect, test } from "bun:test";
 import { UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
-import { startWorld, type Person, type World } from "../helpers/world.ts";
-import { answers, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
+import { startWorld, type World } from "../helpers/world.ts";
+import { answers, countRows, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
 
 const API_KEY = "sk-test-0123456789";
 const INSTRUCTION = "You are terse.";
 
-/** A project whose owner stored the API key as a project secret, and an openai workflow of a member. */
+/** The body that creates an openai workflow naming the project secret `openai-key`. */
+function openAiWorkflow(baseUrl: string, extra: Record<string, unknown> = {}) {
+  return { name: "Bot", instruction: INSTRUCTION, runner: { kind: "openai", baseUrl, model: "gpt-test", apiKeySecret: "openai-key" }, ...extra };
+}
+
+/** A project whose owner stored the API key as a project secret and created an openai workflow with a fire token. */
 async function openAiSetup(world: World, baseUrl: string, extra: Record<string, unknown> = {}) {
-  const project = await world.project();
-  const owner = await world.signedIn(project, "owner");
-  const member: Person = await world.signedIn(project, "member");
+  const owner = await world.signedIn(await world.project(), "owner");
   expect((await owner.client.put("/api/secrets/project/openai-key", { value: API_KEY })).status).toBe(200);
-  const workflow = await createWorkflow(member.client, { name: "Bot", instruction: INSTRUCTION, runner: { kind: "openai", baseUrl, model: "gpt-test", apiKeySecret: "openai-key" }, ...extra });
-  const { token, triggerId } = await issueToken(member.client, workflow.id);
-  return { owner, member, workflow, token, triggerId };
+  const workflow = await createWorkflow(owner.client, openAiWorkflow(baseUrl, extra));
+  const { token, triggerId } = await issueToken(owner.client, workflow.id);
+  return { owner, workflow, token, triggerId };
 }
 
 describe("the openai runner", () => {
   test("the fake OpenAI-compatible server receives exactly the instruction and the delimited input; earlier turns follow in one-thread mode", async () => {
     await using world = await startWorld();
     await using openai = startFakeOpenAi({ apiKey: API_KEY });
-    const { member, workflow, token, triggerId } = await openAiSetup(world, openai.baseUrl);
-    const first = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "Hi, I am Ada." })).body.runId);
+    const { owner, workflow, token, triggerId } = await openAiSetup(world, openai.baseUrl);
+    const first = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "Hi, I am Ada." })).body.runId);
     expect(first).toMatchObject({ status: "succeeded", tokensUsed: 42 });
     expect(answers(first)).toEqual(["fake answer 1"]);
     openai.reply({ content: "Your name is Ada." });
-    const second = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "Who am I?" })).body.runId);
+    const second = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "Who am I?" })).body.runId);
     expect(answers(second)).toEqual(["Your name is Ada."]);
 
     const block = (nonce: string, text: string) =>
@@ -56,15 +59,15 @@ describe("the openai runner", () => {
   test("tokens count against the project's tokens-per-day limit: past it a fire gets 429 and is audited", async () => {
     await using world = await startWorld();
     await using openai = startFakeOpenAi({ apiKey: API_KEY });
-    const { owner, member, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
     await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 100, tokensPerDay: 50 });
     openai.reply({ content: "one", totalTokens: 30 });
     openai.reply({ content: "two", totalTokens: 30 });
-    for (const text of ["a", "b"]) await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text })).body.runId);
+    for (const text of ["a", "b"]) await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text })).body.runId);
     const refused = await fire(world, workflow.id, token, { text: "c" });
     expect(refused.status).toBe(429);
     expect(refused.body.error).toEqual({ code: "spend_limit_reached", message: "The project's spend limit of 50 tokens per day is reached" });
-    expect((await member.client.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 60 });
+    expect((await owner.client.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 60 });
     expect(openai.requests).toHaveLength(2);
     expect(world.platform.audit.query({ projectId: workflow.projectId, action: "workflow.fire.refused" })[0]!.detail).toEqual({ code: "spend_limit_reached", limit: "tokens", trigger: "webhook" });
   });
@@ -72,8 +75,8 @@ describe("the openai runner", () => {
   test("an endpoint that says no fails the run with its message, never the key", async () => {
     await using world = await startWorld();
     await using openai = startFakeOpenAi({ apiKey: "sk-some-other-key" });
-    const { member, workflow, token } = await openAiSetup(world, openai.baseUrl);
-    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
     expect(run).toMatchObject({ status: "failed", error: `The model endpoint ${openai.baseUrl} answered 401: Incorrect API key provided.`, attempts: 1 });
     expect(JSON.stringify(run)).not.toContain(API_KEY);
   });
@@ -81,9 +84,9 @@ describe("the openai runner", () => {
   test("a missing API key secret fails the run before anything is sent", async () => {
     await using world = await startWorld();
     await using openai = startFakeOpenAi({ apiKey: API_KEY });
-    const { owner, member, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
     await owner.client.delete("/api/secrets/project/openai-key");
-    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
     expect(run).toMatchObject({ status: "failed", error: 'Cannot find the project secret "openai-key" holding the API key' });
     expect(openai.requests).toHaveLength(0);
   });
@@ -91,12 +94,12 @@ describe("the openai runner", () => {
   test("a busy endpoint (503) puts the run in waiting-retry; the retry succeeds", async () => {
     await using world = await startWorld({}, { workflows: { retryDelaysMs: [100] } });
     await using openai = startFakeOpenAi({ apiKey: API_KEY });
-    const { member, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
     openai.reply({ status: 503, errorMessage: "overloaded" });
     openai.reply({ content: "second time lucky" });
     const statuses: string[] = [];
     world.hatch.workflows.bus.subscribe({ workflowId: workflow.id }, (u: RunUpdate) => statuses.push(u.type === "status" ? u.status : u.type === "event" ? u.event.type : u.outcome.kind));
-    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
     expect(run).toMatchObject({ status: "succeeded", attempts: 2, error: null });
     expect(answers(run)).toEqual(["second time lucky"]);
     expect(statuses).toEqual(["running", "waiting-retry", "running", "answer", "succeeded"]);
@@ -105,16 +108,51 @@ describe("the openai runner", () => {
   test("cancelling a run that waits to retry ends it cancelled before start, and it is not retried", async () => {
     await using world = await startWorld({}, { workflows: { retryDelaysMs: [60_000] } });
     await using openai = startFakeOpenAi({ apiKey: API_KEY });
-    const { member, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
     openai.reply({ status: 502 });
     const runId = (await fire(world, workflow.id, token)).body.runId;
     const outcomes: RunUpdate[] = [];
     world.hatch.workflows.bus.subscribe({ runId }, (u) => outcomes.push(u));
-    await waitForRun(member.client, workflow.id, runId, (r) => r.status === "waiting-retry");
-    const cancelled = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    await waitForRun(owner.client, workflow.id, runId, (r) => r.status === "waiting-retry");
+    const cancelled = await owner.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
     expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: "before-start", attempts: 1 });
     expect(outcomes.at(-1)).toMatchObject({ type: "finished", outcome: { kind: "cancelled-before-start", wasWaitingRetry: true } });
     expect(world.hatch.workflows.pool.stats().delayed).toBe(0);
+    expect(openai.requests).toHaveLength(1);
+  });
+
+  test("naming a project secret is for owners and admins: a member's openai workflow is refused 403 and nothing reaches the URL", async () => {
+    await using world = await startWorld();
+    await using attacker = startFakeOpenAi({ apiKey: API_KEY });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    await owner.client.put("/api/secrets/project/openai-key", { value: API_KEY });
+    const refused = await member.client.post("/api/workflows", openAiWorkflow(attacker.baseUrl));
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 403, code: "secret_access_required" });
+    expect(JSON.stringify(refused.body)).not.toContain(API_KEY);
+    expect(countRows(world, "workflows")).toBe(0);
+    expect(attacker.requests).toHaveLength(0);
+  });
+
+  test("the creator's role is checked again at each run: an admin demoted to member stops revealing the secret", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    world.platform.roles.grant(project.id, "admin", "core.execute");
+    const admin = await world.signedIn(project, "admin");
+    await owner.client.put("/api/secrets/project/openai-key", { value: API_KEY });
+    const workflow = await createWorkflow(admin.client, openAiWorkflow(openai.baseUrl, { mode: "fresh" }));
+    const { token } = await issueToken(admin.client, workflow.id);
+    expect((await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId)).status).toBe("succeeded");
+
+    world.platform.projects.setMember(project.id, admin.user.id, "member");
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({
+      status: "failed",
+      error: `The workflow's creator "${admin.user.email}" (role "member") is no longer a project owner or admin, so the openai runner may not use the project secret`,
+    });
     expect(openai.requests).toHaveLength(1);
   });
 
@@ -123,8 +161,8 @@ describe("the openai runner", () => {
     const closed = startFakeOpenAi({ apiKey: API_KEY });
     const baseUrl = closed.baseUrl;
     await closed[Symbol.asyncDispose]();
-    const { member, workflow, token } = await openAiSetup(world, baseUrl);
-    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    const { owner, workflow, token } = await openAiSetup(world, baseUrl);
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
     expect(run.status).toBe("failed");
     expect(run.attempts).toBe(3);
     expect(run.error).toStartWith(`Cannot reach the model endpoint ${baseUrl}:`);

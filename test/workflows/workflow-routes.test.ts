@@ -67,7 +67,8 @@ describe("workflow management", () => {
 
   test("invalid fields are refused with 400 naming them, and nothing is stored", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
+    // The owner, who may also name project secrets (openai runners).
+    const owner = await world.signedIn(await world.project(), "owner");
     const bad: [Record<string, unknown>, string][] = [
       [{ name: " ", runner: { kind: "command", command: "true" } }, "invalid_name"],
       [{ name: "x", runner: { kind: "command", command: "  " } }, "invalid_command"],
@@ -81,14 +82,14 @@ describe("workflow management", () => {
       [{ template: "channel-assistant", mode: "fresh", runner: { kind: "command", command: "true" } }, "template_fixed"],
     ];
     for (const [body, code] of bad) {
-      const response = await member.client.post("/api/workflows", body);
+      const response = await owner.client.post("/api/workflows", body);
       expect({ status: response.status, code: response.body.error?.code }).toEqual({ status: 400, code });
     }
-    const workflow = await commandWorkflow(member, "true");
-    const patch = await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { name: "renamed", schedule: "nonsense" });
+    const workflow = await commandWorkflow(owner, "true");
+    const patch = await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { name: "renamed", schedule: "nonsense" });
     expect(patch.body.error.code).toBe("invalid_schedule");
-    expect((await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "awaiting-template-upgrade" })).status).toBe(400);
-    expect((await member.client.get(`/api/workflows/${workflow.id}`)).body.name).toBe("Echo");
+    expect((await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "awaiting-template-upgrade" })).status).toBe(400);
+    expect((await owner.client.get(`/api/workflows/${workflow.id}`)).body.name).toBe("Echo");
     expect(countRows(world, "workflows")).toBe(1);
   });
 
