@@ -1,6 +1,6 @@
 import { WebhookTokens } from "../fire/index.ts";
-import type { Platform } from "../platform/index.ts";
-import { createWorkflowStores, WORKFLOW_MODES, type Run, type Workflow, type WorkflowMode } from "../workflows/index.ts";
+import { hasFeature, type Platform } from "../platform/index.ts";
+import { createWorkflowStores, RUN_FEATURE, WORKFLOW_MODES, type Run, type Workflow, type WorkflowMode } from "../workflows/index.ts";
 import { str, UsageError, type Command } from "./command.ts";
 
 /** Runs `workflow runs` shows unless --limit says otherwise. */
@@ -54,7 +54,12 @@ export const workflowCommands: Command[] = [
       const platform = await ctx.platform();
       const project = platform.projects.requireBySlug(str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
-      if (!platform.projects.roleOf(project.id, owner.id)) throw new UsageError(`${owner.email} is not a member of ${project.slug}`);
+      const role = platform.projects.roleOf(project.id, owner.id);
+      if (!role) throw new UsageError(`${owner.email} is not a member of ${project.slug}`);
+      // What the HTTP route and every run check: the runs execute as the owner.
+      if (!hasFeature(platform.roles.featuresOf(project.id, role), RUN_FEATURE)) {
+        throw new UsageError(`${owner.email} (role ${role}) lacks the feature ${RUN_FEATURE}, and the workflow's runs would execute as them`);
+      }
       const workflow = stores(platform).workflows.create({
         projectId: project.id,
         createdBy: owner.id,
