@@ -3,7 +3,7 @@
  * engine that fires and executes runs, the scheduler and the management routes.
  *
  * Hooks the channels part uses (see `WorkflowsPart`):
- * - `engine.fireMessage({ bindingId, text, platform, peer, linkedUser, onUpdate })`, resolving with the run once its row is committed
+ * - `engine.fireMessage({ bindingId, text, platform, peer, linkedUser, onUpdate })`, resolving with the run once its row is committed (`text` up to MAX_MESSAGE_TEXT_LENGTH)
  * - `bus.subscribe({ runId } | { workflowId }, listener)` for `RunUpdate`s
  * - `triggers.addMessage(workflowId, bindingId)` / `triggers.removeMessage(bindingId)`
  * - `workflows.get(id)?.announce` (the delivery policy, read at each answer)
@@ -25,7 +25,7 @@ export { DEFAULT_SPEND_LIMIT, SPEND_LIMIT_REACHED, SpendLimits, type SpendLimit 
 export { CHANNEL_ASSISTANT, NO_REPLY, TEMPLATES, type WorkflowTemplate } from "./templates.ts";
 export { Triggers, type StoredTokenHash, type Trigger, type TriggerKind } from "./triggers.ts";
 export { MANUAL_SCHEDULE, WORKFLOW_MODES, WORKFLOW_STATUSES, type RunnerSettings, type Workflow, type WorkflowMode, type WorkflowStatus } from "./workflow.ts";
-export { checkFireText, MAX_FIRE_TEXT_LENGTH, WorkflowEngine, type FireRequest, type MessageFire } from "./workflow-engine.ts";
+export { checkFireText, MAX_FIRE_TEXT_LENGTH, MAX_MESSAGE_TEXT_LENGTH, WorkflowEngine, type FireRequest, type MessageFire } from "./workflow-engine.ts";
 export { Workflows, type FireTarget, type NewWorkflow, type WorkflowPatch } from "./workflows.ts";
 export {
   createWorkflowStores,

@@ -7,8 +7,15 @@ import type { Triggers } from "./triggers.ts";
 import type { WorkerPool } from "./worker-pool.ts";
 import type { FireTarget } from "./workflows.ts";
 
-/** Longest fire text, in characters (Unicode code points), as the specification limits it. */
+/** Longest fire text, in characters (Unicode code points), as the specification limits it (the fire endpoint; runs by hand too). */
 export const MAX_FIRE_TEXT_LENGTH = 4000;
+/**
+ * Longest text of a channel message fire. The specification limits only the
+ * fire endpoint's body; a platform message may be longer (4,096 characters on
+ * Telegram) and messages of one peer within 2 seconds coalesce into one fire,
+ * so a message gets ten platform messages' worth, a bound on what a prompt holds.
+ */
+export const MAX_MESSAGE_TEXT_LENGTH = 40_000;
 
 /** A fire: which workflow, what fired it, the untrusted text, and where the text came from. */
 export interface FireRequest {
@@ -54,7 +61,8 @@ export class WorkflowEngine implements AsyncDisposable {
   /**
    * Fire a workflow: resolves with the queued run once its row is committed
    * (fires of one event-loop turn share one transaction), and only then is the
-   * run handed to the pool. Rejects with 400 `text_too_long`, 404
+   * run handed to the pool. Rejects with 400 `text_too_long` (4,000
+   * characters; 40,000 for a channel message), 404
    * `workflow_not_found`, 409 `workflow_not_active` (nothing is recorded as a
    * run), 429 `spend_limit_reached` (recorded in the audit log), or 500
    * `run_not_recorded` when the row could not be written (nothing is queued
@@ -143,7 +151,7 @@ export class WorkflowEngine implements AsyncDisposable {
   /** The checks before a run is recorded: text, workflow, status, then the spend limit (a refusal is audited). */
   #accept(request: FireRequest): FireTarget {
     const { workflows, limits, platform } = this.options;
-    if (request.text) checkFireText(request.text);
+    if (request.text) checkFireText(request.text, request.trigger.kind === "message" ? MAX_MESSAGE_TEXT_LENGTH : MAX_FIRE_TEXT_LENGTH);
     const workflow = workflows.fireTarget(request.workflowId);
     if (!workflow) throw notFound("workflow_not_found", `Cannot find workflow "${request.workflowId}"`);
     if (workflow.status !== "active") {
@@ -177,11 +185,11 @@ export class WorkflowEngine implements AsyncDisposable {
 }
 
 /**
- * 400 `text_too_long` past MAX_FIRE_TEXT_LENGTH code points (an emoji is one
- * character to the person who typed it, two UTF-16 units to JavaScript).
+ * 400 `text_too_long` past `limit` code points (an emoji is one character to
+ * the person who typed it, two UTF-16 units to JavaScript).
  */
-export function checkFireText(text: string): void {
-  if (text.length > MAX_FIRE_TEXT_LENGTH && [...text].length > MAX_FIRE_TEXT_LENGTH) {
-    throw badRequest("text_too_long", `Cannot fire: "text" must be at most ${MAX_FIRE_TEXT_LENGTH} characters`);
+export function checkFireText(text: string, limit: number = MAX_FIRE_TEXT_LENGTH): void {
+  if (text.length > limit && [...text].length > limit) {
+    throw badRequest("text_too_long", `Cannot fire: "text" must be at most ${limit} characters`);
   }
 }

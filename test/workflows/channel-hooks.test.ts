@@ -76,6 +76,23 @@ describe("what the channels part builds on", () => {
     expect(countRows(world, "workflow_runs")).toBe(1);
   });
 
+  test("a channel message may be longer than the fire endpoint's 4,000 characters, up to 40,000; a run by hand may not", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "wc -c");
+    world.hatch.workflows.triggers.addMessage(workflow.id, "binding-long");
+    const message = { bindingId: "binding-long", platform: "telegram", peer, linkedUser: { id: member.user.id, email: member.user.email } };
+    // Two Telegram messages of 4,096 characters coalesced into one fire.
+    const coalesced = await world.hatch.workflows.engine.fireMessage({ ...message, text: "m".repeat(8192) });
+    expect(coalesced).toMatchObject({ status: "queued", input: { text: "m".repeat(8192) } });
+    const tooLong = await world.hatch.workflows.engine.fireMessage({ ...message, text: "😀".repeat(40_001) }).catch((error: HatchError) => error);
+    expect(tooLong).toMatchObject({ code: "text_too_long", status: 400, message: 'Cannot fire: "text" must be at most 40000 characters' });
+
+    const byHand = await member.client.post(`/api/workflows/${workflow.id}/runs`, { text: "h".repeat(4001) });
+    expect({ status: byHand.status, code: byHand.body.error.code }).toEqual({ status: 400, code: "text_too_long" });
+    expect(countRows(world, "workflow_runs")).toBe(1);
+  });
+
   test("the delivery policy is read from the workflow, so turning announce off applies to the next answer", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
