@@ -1,0 +1,64 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { openDatabase } from "../../src/db/index.ts";
+import { SpendLimits } from "../../src/workflows/index.ts";
+
+const HOUR = 3600_000;
+/** 10:20 UTC on a day: twenty minutes into its hour. */
+const FIRED_AT = Date.UTC(2026, 10, 23, 10, 20);
+
+/** A migrated database in a temp dir and spend limits reading a clock the test moves. */
+function limitsAt(start: number) {
+  const dir = mkdtempSync(join(tmpdir(), "hatch-spend-"));
+  const database = openDatabase(join(dir, "hatch.db"));
+  const clock = { now: start };
+  return {
+    database,
+    clock,
+    limits: () => new SpendLimits(database.db, () => clock.now),
+    [Symbol.dispose]() {
+      database.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe("spend limits over a day counted in whole hours", () => {
+  test("a run fired at 10:20 counts until 11:00 the next day, between 24 and 25 hours after its fire", () => {
+    using setup = limitsAt(FIRED_AT);
+    const limits = setup.limits();
+    limits.record("p", FIRED_AT, { runs: 1, tokens: 70 });
+    const usageAt = (at: number) => {
+      setup.clock.now = at;
+      return limits.usage("p");
+    };
+    expect(usageAt(FIRED_AT + 24 * HOUR - 1)).toEqual({ runs: 1, tokens: 70 });
+    // 10:59 the next day still counts yesterday's 10:00 hour; 11:00 (24 h 40 min after the fire) no longer does.
+    expect(usageAt(Date.UTC(2026, 10, 24, 10, 59))).toEqual({ runs: 1, tokens: 70 });
+    expect(usageAt(Date.UTC(2026, 10, 24, 11, 0))).toEqual({ runs: 0, tokens: 0 });
+  });
+
+  test("a new process loads the window's usage from the run rows, and the limit refuses the run past it", () => {
+    using setup = limitsAt(FIRED_AT);
+    const { sqlite } = setup.database;
+    sqlite.exec(`INSERT INTO projects (id, slug, name, created_at) VALUES ('p', 'p', 'P', 0)`);
+    sqlite.exec(
+      `INSERT INTO workflows (id, project_id, name, instruction, runner, runner_config, mode, status, schedule, created_by, created_at, updated_at) VALUES ('w', 'p', 'W', '', 'command', '{}', 'fresh', 'active', 'manual', 'u', 0, 0)`,
+    );
+    const insert = sqlite.prepare(
+      `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at) VALUES (?, 'w', 'p', ?, 'manual', 'fresh', 'succeeded', '{}', ?, ?)`,
+    );
+    // Two runs in the window (one at its oldest hour), one just before it.
+    insert.run("run-1", 1, 5, Date.UTC(2026, 10, 22, 10, 0));
+    insert.run("run-2", 2, 7, FIRED_AT - HOUR);
+    insert.run("run-0", 3, 100, Date.UTC(2026, 10, 22, 9, 59));
+    const limits = setup.limits();
+    expect(limits.usage("p")).toEqual({ runs: 2, tokens: 12 });
+    limits.set("p", { runsPerDay: 3, tokensPerDay: 1000 });
+    expect(() => limits.check("p", false)).not.toThrow();
+    limits.record("p", FIRED_AT, { runs: 1 });
+    expect(() => limits.check("p", false)).toThrow("The project's spend limit of 3 runs per day is reached");
+  });
+});
