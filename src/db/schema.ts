@@ -241,7 +241,7 @@ export const workflowRuns = sqliteTable(
     /** JSON of where the input came from; rendered into the source line. */
     source: text("source").notNull(),
     error: text("error"),
-    cancelled: text("cancelled", { enum: ["before-start", "while-working", "workflow-not-active"] }),
+    cancelled: text("cancelled", { enum: ["before-start", "while-working", "workflow-not-active", "package-off"] }),
     attempts: integer("attempts").notNull().default(0),
     tokensUsed: integer("tokens_used").notNull().default(0),
     queuedAt: integer("queued_at").notNull(),

@@ -52,8 +52,7 @@ export class CallerResolver {
    * the owner hides every surface of the package from roles without it.
    */
   packageVisible(caller: ProjectCaller, packageSlug: string): boolean {
-    const feature = this.deps.roles.packageAccessFeature(caller.project.id, packageSlug);
-    return feature === null || hasFeature(caller.features, feature);
+    return this.deps.roles.packageVisible(caller.project.id, packageSlug, caller.features);
   }
 
   /** Throw 404 exactly like an unknown route when the package is hidden. */

@@ -13,6 +13,13 @@ export const FEATURES = {
   workflowsManage: "workflows.manage",
 } as const;
 
+/**
+ * The package that owns the agent runtime and its surfaces: the terminal, chat,
+ * calendar and workflows (its routes live under /api/packages/agent). A
+ * package-access feature attached to it hides them together.
+ */
+export const AGENT_PACKAGE = "agent";
+
 /** The owner's grant: every feature, present and future. */
 export const WILDCARD = "*";
 

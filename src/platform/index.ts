@@ -5,7 +5,7 @@ export { AuthSessions, SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts
 export { CallerResolver, can, isAdminRole, isProjectAdmin, requireFeature, requireProjectAdmin, routeNotFound, type Caller, type ProjectCaller } from "./caller.ts";
 export { type Clock, systemClock } from "./clock.ts";
 export { HatchError, badRequest, conflict, forbidden, notFound, tooMany, unauthorized } from "./errors.ts";
-export { BUILTIN_ROLES, DEFAULT_GRANTS, FEATURES, WILDCARD, hasFeature, isFeatureName } from "./features.ts";
+export { AGENT_PACKAGE, BUILTIN_ROLES, DEFAULT_GRANTS, FEATURES, WILDCARD, hasFeature, isFeatureName } from "./features.ts";
 export { constantTimeEqual, newId, randomToken, sha256Hex } from "./ids.ts";
 export { createPlatform, type Platform, type PlatformOptions } from "./platform.ts";
 export { Projects, type Project } from "./projects.ts";

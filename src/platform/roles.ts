@@ -2,7 +2,7 @@ import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { packageAccess, roleFeatures, roles } from "../db/index.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
-import { isFeatureName, isRoleName } from "./features.ts";
+import { hasFeature, isFeatureName, isRoleName } from "./features.ts";
 
 /** A role with its grants. */
 export interface RoleGrants {
@@ -80,6 +80,12 @@ export class Roles {
       .delete(packageAccess)
       .where(and(eq(packageAccess.projectId, projectId), eq(packageAccess.packageSlug, packageSlug)))
       .run();
+  }
+
+  /** Whether grants see a package: none of its features is attached, or the grants hold it. */
+  packageVisible(projectId: string, packageSlug: string, grants: ReadonlySet<string>): boolean {
+    const feature = this.packageAccessFeature(projectId, packageSlug);
+    return feature === null || hasFeature(grants, feature);
   }
 
   /** The feature guarding a package, or null when the package is open to every role. */

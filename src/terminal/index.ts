@@ -2,6 +2,5 @@
 export { startCompanionServer, type CompanionServer } from "./companion-server.ts";
 export { createConfinement, type Confinement } from "./confinement.ts";
 export { CONTAINER_ROOT } from "./destination.ts";
-export { AGENT_PACKAGE } from "./routes.ts";
 export { createTerminalPart, type TerminalPart, type TerminalPartOptions } from "./terminal-part.ts";
 export { CLOSE } from "./terminal-socket.ts";

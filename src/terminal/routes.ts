@@ -1,11 +1,8 @@
 import { Elysia, t } from "elysia";
-import { FEATURES, requireFeature, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { AGENT_PACKAGE, FEATURES, requireFeature, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from "../pty/index.ts";
 import type { SourceEntry } from "./source-destinations.ts";
 import type { TerminalService } from "./terminal-service.ts";
-
-/** The package that owns the terminal (and chat and calendar): its routes live under /api/packages/agent. */
-export const AGENT_PACKAGE = "agent";
 
 /** Collaborators of the terminal routes. */
 export interface TerminalRoutesOptions {

@@ -7,15 +7,17 @@ export type RunRef = Pick<Run, "id" | "workflowId" | "projectId" | "number" | "t
 /**
  * How a run ended, in the distinctions delivery needs: a failure (a fixed
  * neutral notice), a cancel before start (a waiting retry counts; its notice
- * only says cancelled), a cancel while working (silent), or a workflow that was
- * no longer active when the run's turn came (a fixed notice).
+ * only says cancelled), a cancel while working (silent), a workflow that was
+ * no longer active when the run's turn came, or the agent package switched off
+ * for the workflow's creator (each a fixed notice).
  */
 export type RunOutcome =
   | { kind: "succeeded" }
   | { kind: "failed"; error: string }
   | { kind: "cancelled-before-start"; wasWaitingRetry: boolean }
   | { kind: "cancelled-while-working" }
-  | { kind: "workflow-not-active"; status: WorkflowStatus };
+  | { kind: "workflow-not-active"; status: WorkflowStatus }
+  | { kind: "package-off" };
 
 /** One update of a run, in order: status changes, each event as it is produced, then the outcome. */
 export type RunUpdate =

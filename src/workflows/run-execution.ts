@@ -1,4 +1,4 @@
-import type { Audit, Platform } from "../platform/index.ts";
+import { AGENT_PACKAGE, type Audit, type Platform } from "../platform/index.ts";
 import { resolveRunAs } from "./access.ts";
 import { buildPrompt } from "./prompt.ts";
 import type { RunBus, RunOutcome, RunRef } from "./run-bus.ts";
@@ -87,11 +87,17 @@ async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, sig
   return { tokensUsed, errorEvent };
 }
 
-/** Why a run must not start now, or null: the workflow stopped being active, the creator lost access, the token budget is spent. */
+/**
+ * Why a run must not start now, or null: the workflow stopped being active, the
+ * creator lost access, the agent package is switched off for the creator's
+ * role, the token budget is spent.
+ */
 function startRefusal(deps: RunExecutionDeps, workflow: Workflow): RunOutcome | null {
   if (workflow.status !== "active") return { kind: "workflow-not-active", status: workflow.status };
   const runAs = resolveRunAs(deps.platform, workflow);
   if (!runAs.ok) return { kind: "failed", error: runAs.error };
+  const { roles } = deps.platform;
+  if (!roles.packageVisible(workflow.projectId, AGENT_PACKAGE, roles.featuresOf(workflow.projectId, runAs.role))) return { kind: "package-off" };
   try {
     // Runs were counted at fire time; tokens are checked again because queued runs spend meanwhile.
     if (workflow.runner.kind === "openai") deps.limits.check(workflow.projectId, true);
@@ -130,6 +136,8 @@ function rowEnd(outcome: RunOutcome): { status: "succeeded" | "failed" | "cancel
       return { status: "failed", error: outcome.error };
     case "workflow-not-active":
       return { status: "cancelled", cancelled: "workflow-not-active", error: `The workflow was ${outcome.status} when this run's turn came` };
+    case "package-off":
+      return { status: "cancelled", cancelled: "package-off", error: `The ${AGENT_PACKAGE} package was switched off for the creator's role when this run's turn came` };
     case "cancelled-before-start":
       return { status: "cancelled", cancelled: "before-start" };
     case "cancelled-while-working":

@@ -9,8 +9,12 @@ import type { Workflow, WorkflowMode } from "./workflow.ts";
 
 /** A run's status. `waiting-retry`: the runner's backend was unreachable or busy; it runs again later. */
 export type RunStatus = "queued" | "waiting-retry" | "running" | "succeeded" | "failed" | "cancelled";
-/** How a cancelled run ended: before it started (a waiting retry counts), while working, or because its workflow stopped being active. */
-export type CancelPhase = "before-start" | "while-working" | "workflow-not-active";
+/**
+ * How a cancelled run ended: before it started (a waiting retry counts), while
+ * working, because its workflow stopped being active, or because the agent
+ * package was switched off for its creator.
+ */
+export type CancelPhase = "before-start" | "while-working" | "workflow-not-active" | "package-off";
 /** What fired a run. */
 export type TriggerKindOfRun = "webhook" | "message" | "schedule" | "manual";
 

@@ -1,9 +1,11 @@
 import { describe, expect, test } from "bun:test";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
 import type { RunUpdate } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
-import { commandWorkflow, countRows } from "../helpers/workflows.ts";
+import { commandWorkflow, countRows, memberWithBareRuns, traceDir } from "../helpers/workflows.ts";
 
 const peer = { id: "4242", displayName: "Ada L." };
 
@@ -76,6 +78,38 @@ describe("what the channels part builds on", () => {
     expect(countRows(world, "workflow_runs")).toBe(1);
   });
 
+  test("with the agent package switched off for the creator's role a run ends cancelled / package-off without running; granting the feature restores it", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await memberWithBareRuns(world, project);
+    const traces = traceDir(world);
+    const workflow = await commandWorkflow(member, `touch ${traces}/ran-$HATCH_RUN_ID; echo hi`, { mode: "fresh" });
+    world.hatch.workflows.triggers.addMessage(workflow.id, "binding-pkg");
+    const message = { bindingId: "binding-pkg", text: "hi", platform: "telegram", peer, linkedUser: { id: member.user.id, email: member.user.email } };
+    const outcomeOf = async () => {
+      const outcome = Promise.withResolvers<RunUpdate>();
+      const run = await world.hatch.workflows.engine.fireMessage({ ...message, onUpdate: (u) => u.type === "finished" && outcome.resolve(u) });
+      return { run, update: await outcome.promise };
+    };
+
+    expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.use" })).status).toBe(200);
+    const off = await outcomeOf();
+    expect(off.update).toMatchObject({ type: "finished", outcome: { kind: "package-off" } });
+    expect(world.hatch.workflows.runs.get(off.run.id)).toMatchObject({
+      status: "cancelled",
+      cancelled: "package-off",
+      error: "The agent package was switched off for the creator's role when this run's turn came",
+      startedAt: null,
+    });
+    expect(existsSync(join(traces, `ran-${off.run.id}`))).toBe(false);
+
+    expect((await owner.client.put("/api/roles/member/features/agent.use")).status).toBe(200);
+    const on = await outcomeOf();
+    expect(on.update).toMatchObject({ outcome: { kind: "succeeded" } });
+    expect(existsSync(join(traces, `ran-${on.run.id}`))).toBe(true);
+  });
+
   test("a channel message may be longer than the fire endpoint's 4,000 characters, up to 40,000; a run by hand may not", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
@@ -93,12 +127,29 @@ describe("what the channels part builds on", () => {
     expect(countRows(world, "workflow_runs")).toBe(1);
   });
 
-  test("the delivery policy is read from the workflow, so turning announce off applies to the next answer", async () => {
+  test("a subscriber reading the delivery policy at each answer, as delivery does, sees announce turned off mid-run", async () => {
     await using world = await startWorld();
-    const member = await world.signedIn(await world.project(), "member");
-    const workflow = await commandWorkflow(member, "echo hi", { announce: true });
-    expect(world.hatch.workflows.workflows.get(workflow.id)?.announce).toBe(true);
-    await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { announce: false });
-    expect(world.hatch.workflows.workflows.get(workflow.id)?.announce).toBe(false);
+    const project = await world.project();
+    const member = await memberWithBareRuns(world, project);
+    const traces = traceDir(world);
+    const answer = (text: string) => `echo '{"type":"answer","text":"${text}"}'`;
+    const workflow = await commandWorkflow(member, `${answer("first")}; while [ ! -e ${traces}/go ]; do sleep 0.02; done; ${answer("second")}`, { announce: true });
+    const { workflows, engine } = world.hatch.workflows;
+    const announcedAt: Record<string, boolean | undefined> = {};
+    const finished = Promise.withResolvers<void>();
+    await engine.fire({
+      workflowId: workflow.id,
+      trigger: { id: null, kind: "manual" },
+      source: { kind: "manual", userId: member.user.id, email: member.user.email },
+      onUpdate: (u) => {
+        if (u.type === "event" && u.event.type === "answer") announcedAt[u.event.text] = workflows.get(workflow.id)?.announce;
+        if (u.type === "finished") finished.resolve();
+      },
+    });
+    await waitFor(() => "first" in announcedAt, "the first answer");
+    expect((await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { announce: false })).status).toBe(200);
+    writeFileSync(join(traces, "go"), "");
+    await finished.promise;
+    expect(announcedAt).toEqual({ first: true, second: false });
   });
 });
