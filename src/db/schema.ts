@@ -209,7 +209,6 @@ export const workflowTriggers = sqliteTable(
     tokenSalt: text("token_salt"),
     tokenHash: text("token_hash"),
     /** The token's first characters, to tell tokens apart; far too short to guess with. */
-    tokenHint: text("token_hint"),
     /** The channel binding that owns a message trigger. */
     bindingId: text("binding_id"),
     createdAt: createdAt(),

@@ -8,8 +8,6 @@ export const FIRE_TOKEN_PREFIX = "wfk1_";
 export const FIRE_TOKEN_BYTES = 32;
 /** Random bytes of a per-token salt: identical tokens (never, but still) hash differently. */
 const SALT_BYTES = 16;
-/** Characters of the token kept as its hint: the prefix and six more. */
-const HINT_LENGTH = FIRE_TOKEN_PREFIX.length + 6;
 /** A well-formed token: the prefix and 43 base64url characters (32 bytes, unpadded). */
 const TOKEN_SHAPE = /^wfk1_[A-Za-z0-9_-]{43}$/;
 
@@ -29,7 +27,7 @@ export interface MintedFireToken {
 export function mintFireToken(): MintedFireToken {
   const token = FIRE_TOKEN_PREFIX + randomToken(FIRE_TOKEN_BYTES);
   const salt = randomToken(SALT_BYTES);
-  return { token, stored: { salt, hash: hashFireToken(token, salt), hint: `${token.slice(0, HINT_LENGTH)}…` } };
+  return { token, stored: { salt, hash: hashFireToken(token, salt) } };
 }
 
 /**

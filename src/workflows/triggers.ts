@@ -10,8 +10,6 @@ export interface Trigger {
   id: string;
   workflowId: string;
   kind: TriggerKind;
-  /** `wfk1_AbCdEf…`: enough to tell tokens apart, far too little to guess one. */
-  tokenHint: string | null;
   /** The channel binding owning a message trigger. */
   bindingId: string | null;
   createdAt: number;
@@ -19,11 +17,10 @@ export interface Trigger {
   revokedAt: number | null;
 }
 
-/** The stored form of a fire token: a salt and the salted hash (see src/fire/fire-token.ts). */
+/** The stored form of a fire token: a salt and the salted hash (see src/fire/fire-token.ts), and no part of the token. */
 export interface StoredTokenHash {
   salt: string;
   hash: string;
-  hint: string;
 }
 
 type Row = typeof workflowTriggers.$inferSelect;
@@ -55,7 +52,6 @@ export class Triggers {
       kind: "webhook",
       tokenSalt: token.salt,
       tokenHash: token.hash,
-      tokenHint: token.hint,
       bindingId: null,
       createdAt: this.now(),
       rotatedAt: null,
@@ -69,7 +65,7 @@ export class Triggers {
   replaceToken(triggerId: string, token: StoredTokenHash): Trigger {
     const row = this.db
       .update(workflowTriggers)
-      .set({ tokenSalt: token.salt, tokenHash: token.hash, tokenHint: token.hint, rotatedAt: this.now() })
+      .set({ tokenSalt: token.salt, tokenHash: token.hash, rotatedAt: this.now() })
       .where(and(eq(workflowTriggers.id, triggerId), eq(workflowTriggers.kind, "webhook"), isNull(workflowTriggers.revokedAt)))
       .returning()
       .get();
@@ -123,7 +119,6 @@ export class Triggers {
       kind: "message",
       tokenSalt: null,
       tokenHash: null,
-      tokenHint: null,
       bindingId,
       createdAt: this.now(),
       rotatedAt: null,
@@ -150,7 +145,6 @@ function toTrigger(row: Row): Trigger {
     id: row.id,
     workflowId: row.workflowId,
     kind: row.kind,
-    tokenHint: row.tokenHint,
     bindingId: row.bindingId,
     createdAt: row.createdAt,
     rotatedAt: row.rotatedAt,

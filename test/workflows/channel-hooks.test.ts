@@ -17,7 +17,7 @@ describe("what the channels part builds on", () => {
     const other = await commandWorkflow(member, "echo other");
     const { triggers } = world.hatch.workflows;
     const trigger = triggers.addMessage(workflow.id, "binding-1");
-    expect(trigger).toEqual({ id: expect.stringMatching(/^tr-/), workflowId: workflow.id, kind: "message", tokenHint: null, bindingId: "binding-1", createdAt: expect.any(Number), rotatedAt: null, revokedAt: null });
+    expect(trigger).toEqual({ id: expect.stringMatching(/^tr-/), workflowId: workflow.id, kind: "message", bindingId: "binding-1", createdAt: expect.any(Number), rotatedAt: null, revokedAt: null });
     expect(triggers.addMessage(workflow.id, "binding-1")).toEqual(trigger);
     expect(() => triggers.addMessage(other.id, "binding-1")).toThrow(HatchError);
 

@@ -1,0 +1,1 @@
+ALTER TABLE `workflow_triggers` DROP COLUMN `token_hint`;
