@@ -79,22 +79,25 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
       fireRoutes({ part: workflows, tokens: fireTokens, trustedProxies: config.trustedProxies, ratePerMinute: overrides.fireRatePerMinute, now }),
     ],
   });
-  const web = app.listen({ port: config.port, hostname: config.host });
+  let web: typeof app | undefined;
   let companion: CompanionServer;
   try {
+    // Elysia asks Bun for SO_REUSEPORT by default: a second hatch on a busy port would start and silently take half the requests.
+    web = app.listen({ port: config.port, hostname: config.host, reusePort: false });
     companion = await startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade });
   } catch (error) {
     await terminal.dispose();
     await workflows[Symbol.asyncDispose]();
-    await web.stop(true);
+    await web?.stop(true);
     database.close();
     throw error;
   }
+  const webHost = web;
   const stop = async () => {
     await terminal.dispose();
     await workflows[Symbol.asyncDispose]();
     await companion.close();
-    await web.stop(true);
+    await webHost.stop(true);
     database.close();
   };
   return {
@@ -102,7 +105,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     terminal,
     workflows,
     sqlite: database.sqlite,
-    url: `http://${displayHost(config.host)}:${web.server!.port}`,
+    url: `http://${displayHost(config.host)}:${webHost.server!.port}`,
     companionUrl: `http://${displayHost(config.host)}:${companion.port}`,
     stop,
     [Symbol.asyncDispose]: stop,

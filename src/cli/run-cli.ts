@@ -1,6 +1,6 @@
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { loadConfig, type HatchConfig } from "../config.ts";
+import { ConfigError, loadConfig, type HatchConfig } from "../config.ts";
 import { openDatabase } from "../db/index.ts";
 import { createPlatform, HatchError, loadSecretKey, type Platform } from "../platform/index.ts";
 import { UsageError, type Command, type CommandContext } from "./command.ts";
@@ -23,7 +23,13 @@ export async function runCli(
   const io = options.io ?? { out: (t) => console.log(t), err: (t) => console.error(t) };
   if (argv[0] === "serve") {
     if (!options.serve) return EXIT.usage;
-    await options.serve(loadConfig(options.env));
+    try {
+      await options.serve(loadConfig(options.env));
+    } catch (error) {
+      // A bad setting or a busy port is the operator's to fix: one line saying which, not a stack trace.
+      io.err(`hatch: cannot start: ${(error as Error).message}`);
+      return EXIT.failed;
+    }
     return EXIT.ok;
   }
   const command = findCommand(argv, commands);
@@ -49,7 +55,14 @@ export async function runCli(
     return EXIT.usage;
   }
   const opened: { current: { platform: Platform; close(): void } | null } = { current: null };
-  const config = loadConfig(options.env);
+  let config: HatchConfig;
+  try {
+    config = loadConfig(options.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    io.err(`hatch: ${error.message}`);
+    return EXIT.failed;
+  }
   const ctx: CommandContext = {
     config,
     platform: async () => (opened.current ??= await openPlatform(config)).platform,

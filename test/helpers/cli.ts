@@ -21,10 +21,10 @@ export async function hatchCli(dataDir: string, argv: string[], commands: Comman
   return { code, out, err, json: () => JSON.parse(out) };
 }
 
-/** Run the real `bun src/cli.ts` as a child process. */
-export async function hatchCliProcess(dataDir: string, argv: string[]): Promise<{ code: number; out: string; err: string }> {
+/** Run the real `bun src/cli.ts` as a child process, with `env` added to its environment. */
+export async function hatchCliProcess(dataDir: string, argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
   const child = Bun.spawn([process.execPath, "src/cli.ts", ...argv], {
-    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HATCH_DATA_DIR: dataDir },
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HATCH_DATA_DIR: dataDir, ...env },
     stdout: "pipe",
     stderr: "pipe",
   });
