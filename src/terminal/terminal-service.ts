@@ -127,7 +127,12 @@ export class TerminalService {
   /** Run a command in the session's sandbox. */
   async exec(caller: ProjectCaller, sessionId: string, address: SessionAddress, command: string, timeoutSeconds?: number): Promise<ExecResult> {
     requireFeature(caller, FEATURES.coreExecute);
+    const { supervising } = this.namespace(caller, address, sessionId);
     const session = this.session(caller, sessionId, address);
+    // An exec starts new work under the authority the session was created with: refuse it once that authority narrowed, as a reattach is.
+    if (!supervising && !(await this.options.destinations.stillAllowed(caller, session.sourceSlug, session.authority))) {
+      throw forbidden("source_narrowed", "This session's source no longer allows you to run commands in it");
+    }
     const { settings } = this.options.platform;
     const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds")) * 1000;
     const result = await execInSession(

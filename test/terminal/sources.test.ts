@@ -174,7 +174,7 @@ describe("create re-checks everything", () => {
 });
 
 describe("reattach re-checks authority", () => {
-  test("when the source narrows after creation the session cannot be reopened but a supervisor still sees and terminates it", async () => {
+  test("when the source narrows after creation the session cannot be reopened or exec'd in, but a supervisor still sees and terminates it", async () => {
     await using world = await startWorld();
     const project = await world.project();
     const member = await world.signedIn(project, "member");
@@ -188,8 +188,24 @@ describe("reattach re-checks authority", () => {
     world.hatch.terminal.sources.setEnabled(project.id, "docs", false);
     const refused = await openTerminal(world, member, "d");
     expect(await refused.closed).toBe(4403);
+    const exec = await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: "echo ran" });
+    expect({ status: exec.status, code: exec.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
     const all = (await admin.client.get(`${TERMINAL}/sessions?scope=project`)).body.sessions;
     expect(all.map((s: any) => s.id)).toEqual(["d"]);
     expect((await admin.client.delete(`${TERMINAL}/sessions/d?userId=${member.user.id}`)).status).toBe(200);
+  });
+
+  test("once write is taken away an exec is refused rather than run with the write access the session was created with", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "docs", { member: "rwx" });
+    await createSession(member.client, { sourceSlug: "docs", id: "w" });
+    const before = await member.client.post(`${TERMINAL}/sessions/w/exec`, { command: `touch ${source.root}/before && echo wrote` });
+    expect(before.body.output).toBe("wrote\n");
+    world.hatch.terminal.sources.addRule(source, { subjectKind: "role", subject: "member", effect: "deny", perms: "w" });
+    const after = await member.client.post(`${TERMINAL}/sessions/w/exec`, { command: `touch ${source.root}/after` });
+    expect({ status: after.status, code: after.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
+    expect([existsSync(join(source.root, "before")), existsSync(join(source.root, "after"))]).toEqual([true, false]);
   });
 });
