@@ -47,9 +47,35 @@ export function createApp(options: AppOptions) {
 
 /** "Invalid body: field "email" expected string" — names the field, never echoes the value. */
 function describeValidation(error: ValidationError): string {
-  const first = error.all?.[0] as { path?: string; message?: string; summary?: string } | undefined;
+  const first = error.all?.[0] as { path?: string; message?: string; schema?: FieldSchema } | undefined;
   const field = first?.path ? first.path.replace(/^\//, "").replaceAll("/", ".") : "";
   const where = error.type === "query" ? "query" : error.type === "params" ? "path" : error.type === "headers" ? "headers" : "body";
-  const why = first?.message ?? "does not match the schema";
-  return field ? `Invalid ${where}: field "${field}" ${why.toLowerCase()}` : `Invalid ${where}: ${why.toLowerCase()}`;
+  const why = expectation(first?.schema) ?? first?.message?.toLowerCase() ?? "does not match the schema";
+  return field ? `Invalid ${where}: field "${field}" ${why}` : `Invalid ${where}: ${why}`;
+}
+
+/** The parts of a TypeBox schema an error message can name. */
+interface FieldSchema {
+  /** `t.Never()`: a field a route refuses outright (Elysia would otherwise drop an unknown field silently). */
+  not?: unknown;
+  anyOf?: { const?: unknown; type?: string }[];
+  minimum?: number;
+  maximum?: number;
+}
+
+/**
+ * What a field accepts, where TypeBox would only say "expected union value"
+ * or "never": the values of a union of literals, the range of a number (Elysia
+ * makes a number a union, so a numeric string in a query coerces), or nothing.
+ */
+function expectation(schema: FieldSchema | undefined): string | null {
+  if (schema?.not !== undefined) return "is not accepted here";
+  const options = schema?.anyOf;
+  if (!options) return null;
+  if (options.every((o) => o.const !== undefined)) return `expected one of ${options.map((o) => JSON.stringify(o.const)).join(", ")}`;
+  if (schema.minimum !== undefined && schema.maximum !== undefined) {
+    const kind = options.some((o) => o.type === "integer") ? "an integer" : "a number";
+    return `expected ${kind} from ${schema.minimum} to ${schema.maximum}`;
+  }
+  return null;
 }

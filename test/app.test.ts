@@ -14,6 +14,15 @@ describe("the HTTP edge", () => {
     expect(schema.body.error.message).toContain('"password"');
   });
 
+  test("a value outside a field's choices or range gets a 400 naming what the field accepts", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const mode = await member.client.post("/api/workflows", { name: "x", runner: { kind: "command", command: "true" }, mode: "sometimes" });
+    expect(mode.body).toEqual({ error: { code: "invalid_request", message: 'Invalid body: field "mode" expected one of "one-thread", "fresh"' } });
+    const cols = await member.client.post("/api/packages/agent/terminal/sessions", { sourceSlug: "docs", cols: 0 });
+    expect(cols.body).toEqual({ error: { code: "invalid_request", message: 'Invalid body: field "cols" expected an integer from 2 to 1000' } });
+  });
+
   test("an unknown route gets 404 with the standard error body", async () => {
     await using world = await startWorld();
     const response = await world.anonymous().get("/api/nothing/here");
