@@ -125,6 +125,8 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
           status: t.Optional(t.Union([t.Literal("active"), t.Literal("paused"), t.Literal("archived")])),
           schedule: t.Optional(t.String({ maxLength: 200 })),
           announce: t.Optional(t.Boolean()),
+          // The runner (and the secret an openai runner names) is fixed at creation: refused here, not silently dropped.
+          runner: t.Optional(t.Never()),
         }),
       },
     )

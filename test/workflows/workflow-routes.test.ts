@@ -89,6 +89,8 @@ describe("workflow management", () => {
     const patch = await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { name: "renamed", schedule: "nonsense" });
     expect(patch.body.error.code).toBe("invalid_schedule");
     expect((await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "awaiting-template-upgrade" })).status).toBe(400);
+    const runner = await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { runner: { kind: "command", command: "rm -rf ~" } });
+    expect(runner.body.error).toEqual({ code: "invalid_request", message: 'Invalid body: field "runner" is not accepted here' });
     expect((await owner.client.get(`/api/workflows/${workflow.id}`)).body.name).toBe("Echo");
     expect(countRows(world, "workflows")).toBe(1);
   });
