@@ -1,9 +1,17 @@
+import { dlopen, FFIType } from "bun:ffi";
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bunPtyBackend, bunTerminalBackend, type PtyBackend } from "../../src/pty/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
+
+/** libc's own environment calls: what a native library (bun-pty) inherits from. */
+const libc = dlopen("libc.so.6", {
+  setenv: { args: [FFIType.cstring, FFIType.cstring, FFIType.i32], returns: FFIType.i32 },
+  unsetenv: { args: [FFIType.cstring], returns: FFIType.i32 },
+});
+const cString = (text: string) => Buffer.from(`${text}\0`);
 
 /** Both PTY backends behind the one interface: spawn, echo, resize, exit code. */
 for (const [name, backend] of [
@@ -41,8 +49,12 @@ for (const [name, backend] of [
 
 describe("environment", () => {
   test("bun-pty's child sees exactly the environment it was given, not the server's", async () => {
-    // A variable of the real process environment (set before start), absent from the given env.
-    const inherited = Object.keys(process.env).find((k) => k === "HOME" || k === "USER" || k === "HOSTNAME" || k === "LANG")!;
+    // A variable of the server's environment, absent from the given env. bun-pty's native side merges the C
+    // environment (which a process.env assignment does not reach), so the sentinel goes into both.
+    const name = "HATCH_TEST_SERVER_ONLY";
+    const sentinel = `server-only-${crypto.randomUUID()}`;
+    process.env[name] = sentinel;
+    libc.symbols.setenv(cString(name), cString(sentinel), 1);
     let output = "";
     const pty = bunPtyBackend({
       argv: ["/bin/sh", "-c", "env; echo env-done"],
@@ -55,9 +67,12 @@ describe("environment", () => {
     try {
       await waitFor(() => output.includes("env-done"), "the env listing");
       expect(output).toContain("GIVEN=yes");
-      expect(output).not.toMatch(new RegExp(`^${inherited}=`, "m"));
+      expect(output).not.toContain(sentinel);
+      expect(output).not.toMatch(new RegExp(`^${name}=`, "m"));
     } finally {
       pty.kill("SIGKILL");
+      delete process.env[name];
+      libc.symbols.unsetenv(cString(name));
     }
   });
 });

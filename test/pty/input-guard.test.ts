@@ -218,6 +218,9 @@ test("an endless backslash continuation is refused once too long, until Ctrl+C s
 
 test("a long pathological paste is screened in one linear pass", async () => {
   const h = harness();
-  await h.guard.push("a(".repeat(MAX_LINE_CHARS / 4) + "\r" + "\\".repeat(MAX_LINE_CHARS - 1) + "x\r" + "$".repeat(MAX_LINE_CHARS / 2) + "\r");
+  const paste = "a(".repeat(MAX_LINE_CHARS / 4) + "\r" + "\\".repeat(MAX_LINE_CHARS - 1) + "x\r" + "$".repeat(MAX_LINE_CHARS / 2) + "\r";
+  await h.guard.push(paste);
   expect(h.blocked).toEqual([]);
+  // Every line was screened and let through: the PTY got the whole paste, byte for byte.
+  expect(h.pty()).toBe(paste);
 });

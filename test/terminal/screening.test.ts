@@ -16,7 +16,7 @@ describe("line-buffered input screening", () => {
     const marker = join(world.tempDir("marker"), "blocked-ran");
     terminal.type(`touch ${marker}; cat /etc/shadow > /dev/null\r`);
     const blocked = await terminal.control("blocked");
-    expect(blocked.reason).toEqual(expect.any(String));
+    expect(blocked.reason).toBe("access to the password hashes (/etc/shadow)");
     await runAndSee(terminal, "echo after-$((2*21))", "after-42");
     expect(existsSync(marker)).toBe(false);
     const audit = await waitFor(() => world.platform.audit.query({ projectId: project.id, action: "terminal.blocked" })[0], "terminal.blocked");

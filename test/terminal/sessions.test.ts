@@ -1,7 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { TERMINAL, createSession, localSource } from "../helpers/terminal.ts";
+import { TERMINAL, attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { isAlive } from "../helpers/workflows.ts";
 import { startWorld } from "../helpers/world.ts";
 
 const scratchDirs = (dataDir: string) => (existsSync(join(dataDir, "scratch")) ? readdirSync(join(dataDir, "scratch")) : []);
@@ -17,9 +19,16 @@ describe("terminal sessions over HTTP", () => {
     expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions.map((s: { id: string }) => s.id)).toEqual(["root1"]);
     expect((await owner.client.get(`${TERMINAL}/health`)).body.sessions).toBe(1);
     expect(scratchDirs(world.config.dataDir)).toHaveLength(1);
-    const read = await owner.client.get(`${TERMINAL}/sessions/root1/read`);
-    expect(read.status).toBe(200);
-    expect(Array.isArray(read.body.lines)).toBe(true);
+    const terminal = await attached(world, owner, "root1");
+    await runAndSee(terminal, "echo read-$((6*7))", "read-42");
+    terminal.close();
+    await terminal.closed;
+    const read = () => owner.client.get(`${TERMINAL}/sessions/root1/read`);
+    // The scrollback mirror parses on its own thread: wait until it has the line the socket showed.
+    await waitFor(async () => (await read()).body.lines?.includes("read-42"), "the printed line in the scrollback");
+    const lines = await read();
+    expect(lines.status).toBe(200);
+    expect(lines.body.lines).toContain("read-42");
     expect((await owner.client.delete(`${TERMINAL}/sessions/root1`)).status).toBe(200);
     expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions).toEqual([]);
     expect(scratchDirs(world.config.dataDir)).toEqual([]);
@@ -180,12 +189,13 @@ describe("exec", () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
     await createSession(owner.client, { sourceSlug: "container-root", id: "t" });
-    const marker = join(world.config.dataDir, "grandchild-survived");
-    const result = await owner.client.post(`${TERMINAL}/sessions/t/exec`, { command: `(sleep 3; touch ${marker}) & sleep 30`, timeoutSeconds: 1 });
+    const pidFile = join(world.tempDir("exec"), "grandchild.pid");
+    // A background subshell starts a grandchild and records its pid; the foreground outlives the timeout.
+    const result = await owner.client.post(`${TERMINAL}/sessions/t/exec`, { command: `(sleep 300 & echo $! > ${pidFile}; wait) & sleep 30`, timeoutSeconds: 1 });
     expect(result.body).toMatchObject({ exitCode: null, timedOut: true });
-    // Had the group survived, the background child would create the marker after 3 s.
-    const check = await owner.client.post(`${TERMINAL}/sessions/t/exec`, { command: `sleep 3.5; test -e ${marker} && echo survived || echo killed` });
-    expect(check.body.output.trim()).toBe("killed");
+    const grandchild = Number(readFileSync(pidFile, "utf8"));
+    expect(grandchild).toBeGreaterThan(0);
+    await waitFor(() => !isAlive(grandchild), "the grandchild to die");
   });
 
   test("a missing session is refused; a caller without core.execute gets 403", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
@@ -34,12 +34,15 @@ describe("the terminal WebSocket", () => {
     await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
     const first = await attached(world, owner, "s");
     await runAndSee(first, "echo first-$((1+1))", "first-2");
-    // Output that arrives after the view has gone.
-    first.type("sleep 0.3; echo missed-$((2+3))\r");
-    await first.sees("sleep 0.3");
+    // Output that arrives after the view has gone: the command waits for a file the test creates once it is detached.
+    const go = join(world.tempDir("go"), "go");
+    await runAndSee(first, `g=${go}; echo armed-$((3+4))`, "armed-7");
+    first.type("until [ -e $g ]; do sleep 0.05; done; echo missed-$((2+3))\r");
+    await first.sees("echo missed-$((2+3))");
     const offset = first.offset;
     first.close();
     await first.closed;
+    writeFileSync(go, "");
     const read = () => owner.client.get("/api/packages/agent/terminal/sessions/s/read");
     await waitFor(async () => (await read()).body.lines.some((l: string) => l === "missed-5"), "output produced while detached");
     const again = await openTerminal(world, owner, "s", { since: offset });
@@ -49,7 +52,7 @@ describe("the terminal WebSocket", () => {
     expect(again.controls.some((c) => c.type === "snapshot")).toBe(false);
     // Exactly the bytes from the offset on: nothing seen before it, everything after it.
     expect(again.output).not.toContain("first-2");
-    expect(again.output).not.toContain("sleep 0.3");
+    expect(again.output).not.toContain("until [");
     expect(again.offset).toBe(replay.to);
   });
 

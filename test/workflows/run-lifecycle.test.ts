@@ -48,7 +48,15 @@ describe("the life of a run", () => {
     expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: "before-start", startedAt: null, attempts: 0 });
     expect(outcomes.map((u) => (u.type === "finished" ? u.outcome : u.type))).toEqual([{ kind: "cancelled-before-start", wasWaitingRetry: false }]);
     await member.client.post(`/api/workflows/${workflow.id}/runs/${first}/cancel`);
-    expect(existsSync(join(dir, `${second}.started`))).toBe(false);
+    // The slot is free now: had the cancelled run stayed queued, the pool would start it next.
+    // Wait until the pool is idle (or the second run gave itself away) before looking for its trace.
+    const started = join(dir, `${second}.started`);
+    await waitFor(() => {
+      const { running, queued, delayed } = world.hatch.workflows.pool.stats();
+      return (running === 0 && queued === 0 && delayed === 0) || existsSync(started);
+    }, "the pool to go idle");
+    expect(existsSync(started)).toBe(false);
+    expect((await waitForRun(member.client, workflow.id, second)).attempts).toBe(0);
   });
 
   test("a run whose workflow was paused while it queued ends cancelled / workflow-not-active without running", async () => {
