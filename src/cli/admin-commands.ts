@@ -1,5 +1,5 @@
-import { Settings, type Platform } from "../platform/index.ts";
-import { str, UsageError, type Command } from "./command.ts";
+import { forbidden, notFound, Settings, type Platform } from "../platform/index.ts";
+import { str, type Command } from "./command.ts";
 
 const project = { type: "string", required: true, description: "project slug" } as const;
 
@@ -78,7 +78,7 @@ export const adminCommands: Command[] = [
         const platform = await ctx.platform();
         const p = requireProject(platform, str(v, "project"));
         const role = str(v, "role");
-        if (role === "owner") throw new UsageError("the owner role always holds every feature");
+        if (role === "owner") throw forbidden("owner_immutable", "The owner role always holds every feature");
         platform.roles[verb](p.id, role, str(v, "feature"));
         platform.audit.write({ action: `role.${verb}`, projectId: p.id, target: role, detail: { feature: str(v, "feature"), via: "cli" } });
         return { project: p.slug, role, features: [...platform.roles.featuresOf(p.id, role)].sort() };
@@ -123,7 +123,7 @@ export const adminCommands: Command[] = [
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
-      if (!platform.projects.roleOf(p.id, owner.id)) throw new UsageError(`${owner.email} is not a member of ${p.slug}`);
+      if (!platform.projects.roleOf(p.id, owner.id)) throw forbidden("not_a_member", `${owner.email} is not a member of ${p.slug}`);
       return platform.agents.create(p.id, str(v, "name"), owner.id, v.shared === true);
     },
     human: (r) => `created agent ${(r as { name: string }).name} (${(r as { id: string }).id})`,
@@ -136,7 +136,7 @@ export const adminCommands: Command[] = [
     run: async (ctx, _v, [key]) => {
       const platform = await ctx.platform();
       if (key === undefined) return platform.settings.list();
-      if (!Settings.isKey(key)) throw new UsageError(`unknown setting "${key}"`);
+      if (!Settings.isKey(key)) throw notFound("setting_not_found", `Cannot find setting "${key}"`);
       return platform.settings.list().find((s) => s.key === key);
     },
     human: (r) => (Array.isArray(r) ? r : [r]).map((s: { key: string; value: number; unit: string }) => `${s.key} = ${s.value} ${s.unit}`).join("\n"),

@@ -1,5 +1,5 @@
 import { SOURCE_KINDS, SourceStore, type SourceKind } from "../sources/index.ts";
-import type { Platform } from "../platform/index.ts";
+import { notFound, type Platform } from "../platform/index.ts";
 import { str, UsageError, type Command } from "./command.ts";
 
 const project = { type: "string", required: true, description: "project slug" } as const;
@@ -106,6 +106,6 @@ export const sourceCommands: Command[] = [
 
 function requireAgent(platform: Platform, projectId: string, name: string): string {
   const agent = platform.agents.byName(projectId, name);
-  if (!agent) throw new UsageError(`no agent named "${name}" in this project`);
+  if (!agent) throw notFound("agent_not_found", `Cannot find an agent named "${name}" in this project`);
   return agent.id;
 }

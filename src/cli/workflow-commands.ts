@@ -1,5 +1,5 @@
 import { WebhookTokens } from "../fire/index.ts";
-import { hasFeature, type Platform } from "../platform/index.ts";
+import { forbidden, hasFeature, notFound, type Platform } from "../platform/index.ts";
 import { createWorkflowStores, RUN_FEATURE, WORKFLOW_MODES, type Run, type Workflow, type WorkflowMode } from "../workflows/index.ts";
 import { str, UsageError, type Command } from "./command.ts";
 
@@ -12,7 +12,7 @@ function stores(platform: Platform) {
 
 function requireWorkflow(platform: Platform, id: string): Workflow {
   const workflow = stores(platform).workflows.get(id);
-  if (!workflow) throw new UsageError(`no workflow "${id}"`);
+  if (!workflow) throw notFound("workflow_not_found", `Cannot find workflow "${id}"`);
   return workflow;
 }
 
@@ -55,10 +55,10 @@ export const workflowCommands: Command[] = [
       const project = platform.projects.requireBySlug(str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
       const role = platform.projects.roleOf(project.id, owner.id);
-      if (!role) throw new UsageError(`${owner.email} is not a member of ${project.slug}`);
+      if (!role) throw forbidden("not_a_member", `${owner.email} is not a member of ${project.slug}`);
       // What the HTTP route and every run check: the runs execute as the owner.
       if (!hasFeature(platform.roles.featuresOf(project.id, role), RUN_FEATURE)) {
-        throw new UsageError(`${owner.email} (role ${role}) lacks the feature ${RUN_FEATURE}, and the workflow's runs would execute as them`);
+        throw forbidden("feature_required", `${owner.email} (role ${role}) lacks the feature ${RUN_FEATURE}, and the workflow's runs would execute as them`);
       }
       const workflow = stores(platform).workflows.create({
         projectId: project.id,
@@ -99,7 +99,7 @@ export const workflowCommands: Command[] = [
       const { triggers } = stores(platform);
       const live = triggers.list(workflow.id).filter((t) => t.kind === "webhook" && t.revokedAt === null);
       const chosen = typeof v.trigger === "string" ? live.find((t) => t.id === v.trigger) : live.length <= 1 ? live[0] : undefined;
-      if (typeof v.trigger === "string" && !chosen) throw new UsageError(`no live webhook trigger "${v.trigger}" on ${workflow.id}`);
+      if (typeof v.trigger === "string" && !chosen) throw notFound("trigger_not_found", `Cannot find a live webhook trigger "${v.trigger}" on ${workflow.id}`);
       if (!chosen && live.length > 1) throw new UsageError(`${workflow.id} has ${live.length} webhook triggers: pick one with --trigger (${live.map((t) => t.id).join(", ")})`);
       const tokens = new WebhookTokens(triggers);
       const issued = chosen ? tokens.rotate(chosen.id) : tokens.issue(workflow.id);

@@ -66,12 +66,14 @@ describe("the workflow CLI", () => {
     await cli(dir, ["admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com"]);
     const base = ["workflow", "add", "--project", "p", "--name", "W", "--command", "true"];
     expect((await cli(dir, [...base, "--owner", "o@example.com", "--mode", "sometimes"])).code).toBe(2);
-    expect((await cli(dir, [...base, "--owner", "stranger@example.com"])).err).toContain("stranger@example.com is not a member of p");
+    const stranger = await cli(dir, [...base, "--owner", "stranger@example.com"]);
+    expect({ code: stranger.code, err: stranger.err }).toEqual({ code: 1, err: "hatch: stranger@example.com is not a member of p\n" });
     // Admins hold no core.execute by default: a workflow running as one would fail every run.
     await cli(dir, ["admin", "member", "add", "--project", "p", "--email", "stranger@example.com", "--role", "admin"]);
     const noExecute = await cli(dir, [...base, "--owner", "stranger@example.com"]);
-    expect({ code: noExecute.code, err: noExecute.err }).toEqual({ code: 2, err: expect.stringContaining("stranger@example.com (role admin) lacks the feature core.execute") });
-    expect((await cli(dir, ["workflow", "token", "rotate", "--workflow", "wf-nope"])).code).toBe(2);
+    expect({ code: noExecute.code, err: noExecute.err }).toEqual({ code: 1, err: expect.stringContaining("stranger@example.com (role admin) lacks the feature core.execute") });
+    // Understood but refused (an unknown id): exit 1 with one line, no usage.
+    expect(await cli(dir, ["workflow", "token", "rotate", "--workflow", "wf-nope"])).toMatchObject({ code: 1, err: 'hatch: Cannot find workflow "wf-nope"\n' });
     expect((await cli(dir, ["workflow", "runs"])).err).toContain("--workflow is required");
     const refused = await cli(dir, [...base, "--owner", "o@example.com", "--timeout", "0", "--json"]);
     expect(refused.code).toBe(1);
