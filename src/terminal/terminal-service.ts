@@ -127,8 +127,8 @@ export class TerminalService {
   /** Run a command in the session's sandbox. */
   async exec(caller: ProjectCaller, sessionId: string, address: SessionAddress, command: string, timeoutSeconds?: number): Promise<ExecResult> {
     requireFeature(caller, FEATURES.coreExecute);
-    const { supervising } = this.namespace(caller, address, sessionId);
-    const session = this.session(caller, sessionId, address);
+    const { namespace, supervising } = this.namespace(caller, address, sessionId);
+    const session = this.options.sessions.get({ ...namespace, id: sessionId });
     // An exec starts new work under the authority the session was created with: refuse it once that authority narrowed, as a reattach is.
     if (!supervising && !(await this.options.destinations.stillAllowed(caller, session.sourceSlug, session.authority))) {
       throw forbidden("source_narrowed", "This session's source no longer allows you to run commands in it");
