@@ -12,10 +12,17 @@ function openAiWorkflow(baseUrl: string, extra: Record<string, unknown> = {}) {
   return { name: "Bot", instruction: INSTRUCTION, runner: { kind: "openai", baseUrl, model: "gpt-test", apiKeySecret: "openai-key" }, ...extra };
 }
 
+/** A project whose owner stored the API key as the project secret `openai-key`. */
+async function projectWithApiKey(world: World) {
+  const project = await world.project();
+  const owner = await world.signedIn(project, "owner");
+  expect((await owner.client.put("/api/secrets/project/openai-key", { value: API_KEY })).status).toBe(200);
+  return { project, owner };
+}
+
 /** A project whose owner stored the API key as a project secret and created an openai workflow with a fire token. */
 async function openAiSetup(world: World, baseUrl: string, extra: Record<string, unknown> = {}) {
-  const owner = await world.signedIn(await world.project(), "owner");
-  expect((await owner.client.put("/api/secrets/project/openai-key", { value: API_KEY })).status).toBe(200);
+  const { owner } = await projectWithApiKey(world);
   const workflow = await createWorkflow(owner.client, openAiWorkflow(baseUrl, extra));
   const { token, triggerId } = await issueToken(owner.client, workflow.id);
   return { owner, workflow, token, triggerId };
@@ -124,10 +131,8 @@ describe("the openai runner", () => {
   test("naming a project secret is for owners and admins: a member's openai workflow is refused 403 and nothing reaches the URL", async () => {
     await using world = await startWorld();
     await using attacker = startFakeOpenAi({ apiKey: API_KEY });
-    const project = await world.project();
-    const owner = await world.signedIn(project, "owner");
+    const { project } = await projectWithApiKey(world);
     const member = await world.signedIn(project, "member");
-    await owner.client.put("/api/secrets/project/openai-key", { value: API_KEY });
     const refused = await member.client.post("/api/workflows", openAiWorkflow(attacker.baseUrl));
     expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 403, code: "secret_access_required" });
     expect(JSON.stringify(refused.body)).not.toContain(API_KEY);
@@ -138,11 +143,9 @@ describe("the openai runner", () => {
   test("the creator's role is checked again at each run: an admin demoted to member stops revealing the secret", async () => {
     await using world = await startWorld();
     await using openai = startFakeOpenAi({ apiKey: API_KEY });
-    const project = await world.project();
-    const owner = await world.signedIn(project, "owner");
+    const { project, owner } = await projectWithApiKey(world);
     world.platform.roles.grant(project.id, "admin", "core.execute");
     const admin = await world.signedIn(project, "admin");
-    await owner.client.put("/api/secrets/project/openai-key", { value: API_KEY });
     const workflow = await createWorkflow(admin.client, openAiWorkflow(openai.baseUrl, { mode: "fresh" }));
     const { token } = await issueToken(admin.client, workflow.id);
     expect((await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId)).status).toBe("succeeded");
