@@ -48,6 +48,18 @@ export class CallerResolver {
   }
 
   /**
+   * A member of `project` as a caller, for checks made on their behalf (a
+   * supervisor acting on their session is held to their current policy).
+   * Null when the user is gone or no longer a member. Not signed in: `sessionId` is empty.
+   */
+  member(project: Project, userId: string): ProjectCaller | null {
+    const user = this.deps.users.get(userId);
+    const role = user && this.deps.projects.roleOf(project.id, userId);
+    if (!user || !role) return null;
+    return { user, sessionId: "", project, role, features: this.deps.roles.featuresOf(project.id, role) };
+  }
+
+  /**
    * Is the package visible to this caller? A package-access feature attached by
    * the owner hides every surface of the package from roles without it.
    */

@@ -104,7 +104,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   let reaper: ReturnType<typeof setInterval> | null = null;
   return {
     routes: terminalRoutes({ platform, terminal, sources: destinations, confinement: () => confinement.status().mode ?? "unavailable" }),
-    onUpgrade: terminalUpgradeHandler({ platform, terminal, destinations, rejections: new RejectionLog((line) => console.warn(line)) }),
+    onUpgrade: terminalUpgradeHandler({ platform, terminal, rejections: new RejectionLog((line) => console.warn(line)) }),
     sessions,
     sources: store,
     confinement,

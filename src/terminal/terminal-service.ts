@@ -124,14 +124,25 @@ export class TerminalService {
     return this.options.sessions.list(this.namespace(caller, address, "").namespace);
   }
 
+  /**
+   * Whether the session's source narrowed for its owner since it was created
+   * (disabled, root moved, or a permission it was created with taken away).
+   * Judged by the owner's current policy whoever asks, so a supervisor cannot
+   * start new work in a session its owner could no longer open.
+   */
+  async narrowed(caller: ProjectCaller, session: PtySession): Promise<boolean> {
+    const owner = session.key.userId === caller.user.id ? caller : this.options.platform.callers.member(caller.project, session.key.userId);
+    return !owner || !(await this.options.destinations.stillAllowed(owner, session.sourceSlug, session.authority));
+  }
+
   /** Run a command in the session's sandbox. */
   async exec(caller: ProjectCaller, sessionId: string, address: SessionAddress, command: string, timeoutSeconds?: number): Promise<ExecResult> {
     requireFeature(caller, FEATURES.coreExecute);
-    const { namespace, supervising } = this.namespace(caller, address, sessionId);
+    const { namespace } = this.namespace(caller, address, sessionId);
     const session = this.options.sessions.get({ ...namespace, id: sessionId });
     // An exec starts new work under the authority the session was created with: refuse it once that authority narrowed, as a reattach is.
-    if (!supervising && !(await this.options.destinations.stillAllowed(caller, session.sourceSlug, session.authority))) {
-      throw forbidden("source_narrowed", "This session's source no longer allows you to run commands in it");
+    if (await this.narrowed(caller, session)) {
+      throw forbidden("source_narrowed", "This session's source no longer allows its owner to run commands in it");
     }
     const { settings } = this.options.platform;
     const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds")) * 1000;

@@ -5,7 +5,6 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { AGENT_PACKAGE, can, FEATURES, HatchError, SESSION_COOKIE, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
-import type { DestinationResolver } from "./destination.ts";
 import type { RejectionLog } from "./rejection-log.ts";
 import type { TerminalService } from "./terminal-service.ts";
 import { cookieValue, parseTerminalUpgrade, type TerminalUpgrade } from "./upgrade-request.ts";
@@ -35,7 +34,6 @@ const ClientMessage = TypeCompiler.Compile(
 export interface TerminalSocketOptions {
   platform: Platform;
   terminal: TerminalService;
-  destinations: DestinationResolver;
   rejections: RejectionLog;
 }
 
@@ -75,8 +73,9 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
   }
   const { supervising } = terminal.namespace(caller, upgrade, upgrade.sessionId);
   const session = terminal.session(caller, upgrade.sessionId, upgrade);
-  // A supervisor's attach is governed by terminal.supervise; the owner's reattach re-checks the source.
-  if (!supervising && !(await options.destinations.stillAllowed(caller, session.sourceSlug, session.authority))) {
+  const narrowed = await terminal.narrowed(caller, session);
+  // The owner cannot reopen a narrowed session. A supervisor still may, to see what it shows before terminating it, but only to watch.
+  if (narrowed && !supervising) {
     ws.close(CLOSE.forbidden, "This session's source no longer allows you to open it");
     return;
   }
@@ -87,7 +86,7 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
       control: (message) => ws.send(JSON.stringify(message)),
       close: (code, reason) => ws.close(code, reason),
     },
-    { userId: caller.user.id, canWrite: can(caller, FEATURES.coreExecute), since: upgrade.since },
+    { userId: caller.user.id, canWrite: can(caller, FEATURES.coreExecute) && !narrowed, since: upgrade.since },
   );
   audit(platform, caller, session, "attach");
   ws.on("message", (data, isBinary) => onMessage(session, view, ws, isBinary ? null : data.toString()));

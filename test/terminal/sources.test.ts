@@ -208,4 +208,39 @@ describe("reattach re-checks authority", () => {
     expect({ status: after.status, code: after.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
     expect([existsSync(join(source.root, "before")), existsSync(join(source.root, "after"))]).toEqual([true, false]);
   });
+
+  test("a supervisor is held to the owner's current policy: no exec, and an attach only watches, once the source narrowed for the owner", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    // The project owner supervises and holds core.execute (the wildcard), so only the narrowing can stop them.
+    const owner = await world.signedIn(project, "owner");
+    const source = localSource(world, project, "docs", { member: "rwx" });
+    await createSession(member.client, { sourceSlug: "docs", id: "s" });
+    const asSupervisor = `?userId=${member.user.id}`;
+    const before = await owner.client.post(`${TERMINAL}/sessions/s/exec${asSupervisor}`, { command: "echo supervised-$((3+4))" });
+    expect(before.body.output).toBe("supervised-7\n");
+
+    world.hatch.terminal.sources.addRule(source, { subjectKind: "role", subject: "member", effect: "deny", perms: "w" });
+    const exec = await owner.client.post(`${TERMINAL}/sessions/s/exec${asSupervisor}`, { command: `touch ${source.root}/exec-ran` });
+    expect({ status: exec.status, code: exec.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
+    // Watching is allowed (to see what it shows before terminating it); the view is read-only, so what it types is dropped.
+    const watching = await attached(world, owner, "s", { userId: member.user.id });
+    await watching.control("readOnly");
+    expect(await (await openTerminal(world, member, "s")).closed).toBe(4403);
+    expect((await owner.client.delete(`${TERMINAL}/sessions/s${asSupervisor}`)).status).toBe(200);
+    expect(existsSync(join(source.root, "exec-ran"))).toBe(false);
+  });
+
+  test("a session whose owner was demoted to a role without the source counts as narrowed for a supervisor too", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const owner = await world.signedIn(project, "owner");
+    localSource(world, project, "docs", { member: "rwx" });
+    await createSession(member.client, { sourceSlug: "docs", id: "d" });
+    world.platform.projects.setMember(project.id, member.user.id, "viewer");
+    const exec = await owner.client.post(`${TERMINAL}/sessions/d/exec?userId=${member.user.id}`, { command: "echo ran" });
+    expect({ status: exec.status, code: exec.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
+  });
 });
