@@ -1,4 +1,4 @@
-import { SOURCE_KINDS, SourceStore, type SourceKind } from "../sources/index.ts";
+import { SOURCE_KINDS, SourceStore, type SourceKind, type SourceRule } from "../sources/index.ts";
 import { notFound, type Platform } from "../platform/index.ts";
 import { str, UsageError, type Command } from "./command.ts";
 
@@ -97,12 +97,42 @@ export const sourceCommands: Command[] = [
       platform.audit.write({ action: "source.rule", projectId: p.id, target: source.slug, detail: { ...rule, via: "cli" } });
       return rule;
     },
-    human: (r) => {
-      const rule = r as { effect: string; perms: string; subjectKind: string; subject: string; path: string };
-      return `${rule.effect} ${rule.perms} to ${rule.subjectKind} ${rule.subject} on ${rule.path || "/"}`;
+    human: (r) => describeRule(r as SourceRule),
+  },
+  {
+    path: ["admin", "source", "rule", "list"],
+    summary: "List a source's rules with their ids",
+    options: { project, source: { type: "string", required: true, description: "source slug" } },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const store = storeOf(platform);
+      return store.rules(store.require(platform.projects.requireBySlug(str(v, "project")).id, str(v, "source")).id);
     },
+    human: (r) => (r as SourceRule[]).map(describeRule).join("\n") || "(no rules)",
+  },
+  {
+    path: ["admin", "source", "rule", "remove"],
+    summary: "Remove a rule by its id (see rule list); sessions it allowed are re-checked at their next reattach or exec",
+    options: { project, source: { type: "string", required: true, description: "source slug" }, id: { type: "string", required: true, description: "rule id" } },
+    run: async (ctx, v) => {
+      const id = Number(str(v, "id"));
+      if (!Number.isSafeInteger(id) || id < 1) throw new UsageError("--id must be a rule id (a positive integer)");
+      const platform = await ctx.platform();
+      const p = platform.projects.requireBySlug(str(v, "project"));
+      const store = storeOf(platform);
+      const source = store.require(p.id, str(v, "source"));
+      const rule = store.removeRule(source, id);
+      platform.audit.write({ action: "source.rule.remove", projectId: p.id, target: source.slug, detail: { ...rule, via: "cli" } });
+      return rule;
+    },
+    human: (r) => `removed ${describeRule(r as SourceRule)}`,
   },
 ];
+
+/** One line per rule: `#7 allow rx to role member on /docs`. */
+function describeRule(rule: SourceRule): string {
+  return `#${rule.id} ${rule.effect} ${rule.perms} to ${rule.subjectKind} ${rule.subject} on /${rule.path}`;
+}
 
 function requireAgent(platform: Platform, projectId: string, name: string): string {
   const agent = platform.agents.byName(projectId, name);

@@ -70,5 +70,15 @@ export function sourceRoutes(options: SourceRoutesOptions) {
           perms: t.String({ maxLength: 3 }),
         }),
       },
+    )
+    .delete(
+      "/:slug/rules/:ruleId",
+      ({ caller, params }) => {
+        const source = store.require(caller.project.id, params.slug);
+        const rule = store.removeRule(source, params.ruleId);
+        audit(caller, "source.rule.remove", source.slug, { id: rule.id, subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms });
+        return rule;
+      },
+      { params: t.Object({ slug: t.String(), ruleId: t.Numeric({ minimum: 1 }) }) },
     );
 }

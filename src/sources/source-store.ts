@@ -116,6 +116,21 @@ export class SourceStore {
     return { id: inserted.id, ...row };
   }
 
+  /**
+   * Remove one rule of a source; 404 `rule_not_found` when the source has no
+   * rule with that id. Sessions opened under the rule are re-checked at their
+   * next reattach or exec, like any narrowing.
+   */
+  removeRule(source: Source, ruleId: number): SourceRule {
+    const removed = this.db
+      .delete(sourceRules)
+      .where(and(eq(sourceRules.id, ruleId), eq(sourceRules.sourceId, source.id)))
+      .returning()
+      .get();
+    if (!removed) throw notFound("rule_not_found", `Cannot find rule ${ruleId} on source "${source.slug}"`);
+    return removed as SourceRule;
+  }
+
   /** Every rule of a source. */
   rules(sourceId: string): SourceRule[] {
     return this.db.select().from(sourceRules).where(eq(sourceRules.sourceId, sourceId)).all() as SourceRule[];

@@ -59,5 +59,54 @@ describe("managing sources", () => {
     const badPerms = await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "member", "--allow", "rq", "--json");
     expect(badPerms.code).toBe(1);
     expect(JSON.parse(badPerms.err).error.code).toBe("invalid_perms");
+
+    const listed = await cli("admin", "source", "rule", "list", "--project", "p", "--source", "docs");
+    expect(listed.out.trim().split("\n")).toEqual([
+      "#1 allow rx to role member on /",
+      expect.stringMatching(/^#2 deny r to user \S+ on \/private$/),
+      expect.stringMatching(/^#3 allow rwx to agent \S+ on \/$/),
+    ]);
+    const removed = await cli("admin", "source", "rule", "remove", "--project", "p", "--source", "docs", "--id", "2");
+    expect({ code: removed.code, out: removed.out.trim() }).toEqual({ code: 0, out: expect.stringMatching(/^removed #2 deny r to user /) });
+    expect((await cli("admin", "source", "rule", "list", "--project", "p", "--source", "docs", "--json")).json().map((r: any) => r.id)).toEqual([1, 3]);
+    const again = await cli("admin", "source", "rule", "remove", "--project", "p", "--source", "docs", "--id", "2");
+    expect({ code: again.code, err: again.err.trim() }).toEqual({ code: 1, err: expect.stringContaining('Cannot find rule 2 on source "docs"') });
+    const notAnId = await cli("admin", "source", "rule", "remove", "--project", "p", "--source", "docs", "--id", "two");
+    expect({ code: notAnId.code, err: notAnId.err }).toEqual({ code: 2, err: expect.stringContaining("--id must be a rule id") });
+  });
+
+  test("removing a rule over HTTP takes effect at once, narrows open sessions, and is audited; another source's rule id is not found", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    const member = await world.signedIn(project, "member");
+    for (const slug of ["docs", "other"]) await admin.client.post("/api/sources", { slug, kind: "local", root: world.tempDir(slug) });
+    const read = (await admin.client.post("/api/sources/docs/rules", { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" })).body;
+    const write = (await admin.client.post("/api/sources/docs/rules", { subjectKind: "role", subject: "member", effect: "allow", perms: "w" })).body;
+    const elsewhere = (await admin.client.post("/api/sources/other/rules", { subjectKind: "role", subject: "member", effect: "allow", perms: "r" })).body;
+    expect((await member.client.post("/api/packages/agent/terminal/sessions", { sourceSlug: "docs", id: "s" })).status).toBe(201);
+
+    const bad = [
+      ["member", `/api/sources/docs/rules/${write.id}`, 403, "admin_required"],
+      ["admin", `/api/sources/docs/rules/${elsewhere.id}`, 404, "rule_not_found"],
+      ["admin", `/api/sources/nowhere/rules/${write.id}`, 404, "source_not_found"],
+      ["admin", "/api/sources/docs/rules/first", 400, "invalid_request"],
+      ["admin", "/api/sources/docs/rules/0", 400, "invalid_request"],
+    ] as const;
+    for (const [who, path, status, code] of bad) {
+      const answer = await (who === "admin" ? admin : member).client.delete(path);
+      expect({ path, status: answer.status, code: answer.body.error.code }).toEqual({ path, status, code });
+    }
+    expect((await admin.client.get("/api/sources/docs/rules")).body.rules).toHaveLength(2);
+
+    const removed = await admin.client.delete(`/api/sources/docs/rules/${write.id}`);
+    expect({ status: removed.status, body: removed.body }).toEqual({ status: 200, body: expect.objectContaining({ id: write.id, perms: "w", effect: "allow" }) });
+    expect((await admin.client.get("/api/sources/docs/rules")).body.rules.map((r: any) => r.id)).toEqual([read.id]);
+    expect((await member.client.get("/api/packages/agent/terminal/sources")).body.sources.find((s: any) => s.slug === "docs")).toMatchObject({ readOnly: true });
+    const exec = await member.client.post("/api/packages/agent/terminal/sessions/s/exec", { command: "echo ran" });
+    expect({ status: exec.status, code: exec.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
+    expect(world.platform.audit.query({ projectId: project.id, action: "source.rule.remove" })).toEqual([
+      expect.objectContaining({ userId: admin.user.id, target: "docs", detail: expect.objectContaining({ id: write.id, perms: "w" }) }),
+    ]);
   });
 });
