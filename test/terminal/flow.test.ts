@@ -55,13 +55,9 @@ describe("flow control", () => {
     }, "16 MiB of flood through the mirror", 30_000);
     expect(session.destroyed).toBe(false);
     expect(peakBacklog).toBeLessThanOrEqual(16 * 1024 * 1024);
-    // Ctrl+C gets through even while a catch-up snapshot is on its way to the holder.
+    // Ctrl+C gets through even while a catch-up snapshot is on its way to the holder. It is sent once:
+    // the line typed below only prints stopped-64 once `yes` has exited, so seeing it proves the flood stopped.
     holder.type("\x03");
-    await waitFor(async () => {
-      const before = session.mirror.offset;
-      await Bun.sleep(300);
-      return session.mirror.offset === before;
-    }, "the flood to stop");
     // Other keys are dropped while a catch-up snapshot is in flight: type until the shell has the line.
     await waitFor(async () => {
       holder.type("stty ixon; echo stopped-$((8*8))\r");
