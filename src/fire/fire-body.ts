@@ -14,10 +14,7 @@ export const MAX_FIRE_BODY_BYTES = 64 * 1024;
  * present, is a string of at most 4,000 characters (`null` is refused). Every other shape is 400.
  */
 export async function readFireText(request: Request): Promise<string | null> {
-  const declared = Number(request.headers.get("content-length") ?? 0);
-  if (declared > MAX_FIRE_BODY_BYTES) throw tooLarge();
-  const raw = await request.text();
-  if (raw.length > MAX_FIRE_BODY_BYTES) throw tooLarge();
+  const raw = await readBodyUpTo(request, MAX_FIRE_BODY_BYTES);
   if (raw.trim() === "") return null;
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/json\b/i.test(type.trim())) {
@@ -36,6 +33,35 @@ export async function readFireText(request: Request): Promise<string | null> {
   if (typeof text !== "string") throw badRequest("invalid_text", 'Cannot fire: "text" must be a string');
   checkFireText(text);
   return text;
+}
+
+/**
+ * The body as text, refused (400 `body_too_large`) past `maxBytes`. A declared
+ * length is checked before reading; a chunked body is counted as it arrives
+ * and the read is cancelled at the cap, so a body without a length cannot
+ * make the server hold more than `maxBytes` of it.
+ */
+async function readBodyUpTo(request: Request, maxBytes: number): Promise<string> {
+  const declared = request.headers.get("content-length");
+  if (declared !== null) {
+    if (Number(declared) > maxBytes) throw tooLarge();
+    // The server reads exactly the declared length, so the fast whole-body read is bounded too.
+    return request.text();
+  }
+  if (!request.body) return "";
+  const reader = request.body.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  let size = 0;
+  for (let part = await reader.read(); !part.done; part = await reader.read()) {
+    size += part.value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel();
+      throw tooLarge();
+    }
+    text += decoder.decode(part.value, { stream: true });
+  }
+  return text + decoder.decode();
 }
 
 function tooLarge() {

@@ -90,6 +90,43 @@ describe("the fire endpoint", () => {
     expect(limit.status).toBe(202);
   });
 
+  test("a chunked body (no Content-Length) is cut off at the cap as it streams: a body that never ends still gets its 400", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const { token } = await issueToken(member.client, workflow.id);
+    let sent = 0;
+    const endless = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        // Valid JSON that never closes: only the cap can end the read.
+        controller.enqueue(new TextEncoder().encode(sent === 0 ? '{"text":"' : "y".repeat(1024)));
+        sent++;
+      },
+    });
+    const response = await fetch(world.hatch.url + firePath(workflow.id), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: endless,
+    });
+    expect({ status: response.status, code: ((await response.json()) as any).error.code }).toEqual({ status: 400, code: "body_too_large" });
+    expect(countRows(world, "workflow_runs")).toBe(0);
+
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (const part of ['{"te', 'xt":"in ', 'chunks"}']) controller.enqueue(new TextEncoder().encode(part));
+        controller.close();
+      },
+    });
+    const accepted = await fetch(world.hatch.url + firePath(workflow.id), {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: chunked,
+    });
+    expect(accepted.status).toBe(202);
+    const run = await waitForRun(member.client, workflow.id, ((await accepted.json()) as any).runId);
+    expect(run.input.text).toBe("in chunks");
+  });
+
   test("a paused, archived or template-awaiting workflow refuses with 409 and records nothing as a run", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
