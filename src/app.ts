@@ -8,6 +8,15 @@ export interface AppOptions {
   logError?: (error: unknown) => void;
 }
 
+/**
+ * Largest request body the web host accepts (1 MiB), given to Bun as
+ * `maxRequestBodySize`. The largest legitimate body is a 40,000-character text
+ * JSON-escaped at worst (about 480 KB); without a cap Bun buffers up to 128 MB
+ * for any route. Bun refuses a bigger body itself, declared or chunked, with a
+ * bare 413 before any route (or this app's error mapping) sees it.
+ */
+export const MAX_REQUEST_BODY_BYTES = 1024 * 1024;
+
 /** The body of every error answer. */
 export interface ErrorBody {
   error: { code: string; message: string };

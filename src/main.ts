@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { createApp } from "./app.ts";
+import { createApp, MAX_REQUEST_BODY_BYTES } from "./app.ts";
 import type { HatchConfig } from "./config.ts";
 import { openDatabase, type OpenDatabase } from "./db/index.ts";
 import { createPlatform, FEATURES, hasFeature, loadSecretKey, platformRoutes, type Platform } from "./platform/index.ts";
@@ -83,7 +83,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   let companion: CompanionServer;
   try {
     // Elysia asks Bun for SO_REUSEPORT by default: a second hatch on a busy port would start and silently take half the requests.
-    web = app.listen({ port: config.port, hostname: config.host, reusePort: false });
+    web = app.listen({ port: config.port, hostname: config.host, reusePort: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES });
     companion = await startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade });
   } catch (error) {
     await terminal.dispose();
