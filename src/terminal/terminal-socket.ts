@@ -71,8 +71,8 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
     ws.close(CLOSE.unauthorized, "Unauthorized");
     return;
   }
-  const { supervising } = terminal.namespace(caller, upgrade, upgrade.sessionId);
-  const session = terminal.session(caller, upgrade.sessionId, upgrade);
+  const { namespace, supervising } = terminal.namespace(caller, upgrade, upgrade.sessionId);
+  const session = terminal.sessions.get({ ...namespace, id: upgrade.sessionId });
   const narrowed = await terminal.narrowed(caller, session);
   // The owner cannot reopen a narrowed session. A supervisor still may, to see what it shows before terminating it, but only to watch.
   if (narrowed && !supervising) {
