@@ -14,7 +14,7 @@ export const MAX_FIRE_BODY_BYTES = 64 * 1024;
  * present, is a string of at most 4,000 characters (`null` is refused). Every other shape is 400.
  */
 export async function readFireText(request: Request): Promise<string | null> {
-  const raw = await readBodyUpTo(request, MAX_FIRE_BODY_BYTES);
+  const raw = await readCappedBody(request);
   if (raw.trim() === "") return null;
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/json\b/i.test(type.trim())) {
@@ -36,15 +36,15 @@ export async function readFireText(request: Request): Promise<string | null> {
 }
 
 /**
- * The body as text, refused (400 `body_too_large`) past `maxBytes`. A declared
- * length is checked before reading; a chunked body is counted as it arrives
- * and the read is cancelled at the cap, so a body without a length cannot
- * make the server hold more than `maxBytes` of it.
+ * The body as text, refused (400 `body_too_large`) past MAX_FIRE_BODY_BYTES. A
+ * declared length is checked before reading; a chunked body is counted as it
+ * arrives and the read is cancelled at the cap, so a body without a length
+ * cannot make the server hold more than the cap of it.
  */
-async function readBodyUpTo(request: Request, maxBytes: number): Promise<string> {
+async function readCappedBody(request: Request): Promise<string> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
-    if (Number(declared) > maxBytes) throw tooLarge();
+    if (Number(declared) > MAX_FIRE_BODY_BYTES) throw tooLarge();
     // The server reads exactly the declared length, so the fast whole-body read is bounded too.
     return request.text();
   }
@@ -55,7 +55,7 @@ async function readBodyUpTo(request: Request, maxBytes: number): Promise<string>
   let size = 0;
   for (let part = await reader.read(); !part.done; part = await reader.read()) {
     size += part.value.byteLength;
-    if (size > maxBytes) {
+    if (size > MAX_FIRE_BODY_BYTES) {
       await reader.cancel();
       throw tooLarge();
     }
