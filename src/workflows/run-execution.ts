@@ -100,7 +100,7 @@ function startRefusal(deps: RunExecutionDeps, workflow: Workflow): RunOutcome | 
   if (!roles.packageVisible(workflow.projectId, AGENT_PACKAGE, roles.featuresOf(workflow.projectId, runAs.role))) return { kind: "package-off" };
   try {
     // Runs were counted at fire time; tokens are checked again because queued runs spend meanwhile.
-    if (workflow.runner.kind === "openai") deps.limits.check(workflow.projectId, true);
+    if (workflow.runner.kind === "openai") deps.limits.checkTokens(workflow.projectId);
   } catch (error) {
     return { kind: "failed", error: (error as Error).message };
   }

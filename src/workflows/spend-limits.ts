@@ -80,7 +80,21 @@ export class SpendLimits {
     if (used.runs >= limit.runsPerDay) {
       throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.runsPerDay} runs per day is reached`, { limit: "runs" });
     }
-    if (spendsTokens && used.tokens >= limit.tokensPerDay) {
+    if (spendsTokens) this.#checkTokens(limit, used);
+  }
+
+  /**
+   * Throw 429 `spend_limit_reached` when the token budget is spent: what an
+   * accepted run checks again as it starts. Its own run was counted when it
+   * fired, so the runs limit is not checked again (the run that reached it
+   * would refuse itself).
+   */
+  checkTokens(projectId: string): void {
+    this.#checkTokens(this.get(projectId), this.usage(projectId));
+  }
+
+  #checkTokens(limit: SpendLimit, used: { tokens: number }): void {
+    if (used.tokens >= limit.tokensPerDay) {
       throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.tokensPerDay} tokens per day is reached`, { limit: "tokens" });
     }
   }

@@ -79,6 +79,19 @@ describe("the openai runner", () => {
     expect(world.platform.audit.query({ projectId: workflow.projectId, action: "workflow.fire.refused" })[0]!.detail).toEqual({ code: "spend_limit_reached", limit: "tokens", trigger: "webhook" });
   });
 
+  test("the fire that reaches the runs-per-day limit still runs: its own run is not counted against it again as it starts", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 2, tokensPerDay: 1000 });
+    for (const text of ["a", "b"]) {
+      const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text })).body.runId);
+      expect(run).toMatchObject({ status: "succeeded", error: null });
+    }
+    expect(openai.requests).toHaveLength(2);
+    expect((await fire(world, workflow.id, token, { text: "c" })).status).toBe(429);
+  });
+
   test("an endpoint that says no fails the run with its message, never the key", async () => {
     await using world = await startWorld();
     await using openai = startFakeOpenAi({ apiKey: "sk-some-other-key" });
