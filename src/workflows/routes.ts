@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { badRequest, conflict, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { managesAll, requireCreateAccess, requireManageable, requireSecretAccess, requireWorkflowAccess } from "./access.ts";
-import { TEMPLATES } from "./templates.ts";
+import { pendingTemplateUpgrade, TEMPLATES } from "./templates.ts";
 import type { Workflow } from "./workflow.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
 
@@ -109,8 +109,9 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       "/:id",
       async ({ params, body, sessionToken }) => {
         const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
-        if (body.status === "active" && workflow.status === "awaiting-template-upgrade") {
-          throw conflict("template_upgrade_required", `Cannot activate workflow "${workflow.name}": accept its template upgrade first`);
+        // Pausing an outdated install, then activating it, would skip the upgrade: only archiving leaves it without one.
+        if (body.status && body.status !== "archived" && pendingTemplateUpgrade(workflow)) {
+          throw conflict("template_upgrade_required", `Cannot make workflow "${workflow.name}" ${body.status}: accept its template upgrade first (or archive it)`);
         }
         const updated = part.workflows.update(workflow.id, body);
         part.changed(workflow.id);
@@ -143,10 +144,8 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
     })
     .post("/:id/upgrade-template", async ({ params, sessionToken }) => {
       const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
-      const template = workflow.template && TEMPLATES.get(workflow.template.id);
-      if (!template || workflow.status !== "awaiting-template-upgrade") {
-        throw conflict("no_template_upgrade", `Cannot upgrade workflow "${workflow.name}": it is not awaiting a template upgrade`);
-      }
+      const template = pendingTemplateUpgrade(workflow);
+      if (!template) throw conflict("no_template_upgrade", `Cannot upgrade workflow "${workflow.name}": it is not awaiting a template upgrade`);
       const upgraded = part.workflows.upgradeTemplate(workflow.id, template);
       part.changed(workflow.id);
       audit(caller, "workflow.template_upgrade", workflow.id, { template: template.id, version: template.version });

@@ -1,4 +1,4 @@
-import { MANUAL_SCHEDULE, type WorkflowMode } from "./workflow.ts";
+import { MANUAL_SCHEDULE, type Workflow, type WorkflowMode } from "./workflow.ts";
 
 /** A shipped workflow template: what installing it fixes. The runner is still the installer's choice. */
 export interface WorkflowTemplate {
@@ -39,3 +39,14 @@ export const CHANNEL_ASSISTANT: WorkflowTemplate = {
 
 /** Every shipped template, by id. */
 export const TEMPLATES: ReadonlyMap<string, WorkflowTemplate> = new Map([[CHANNEL_ASSISTANT.id, CHANNEL_ASSISTANT]]);
+
+/**
+ * The shipped template a workflow should be upgraded to, or null: its install
+ * is of an older version, or the system flagged it `awaiting-template-upgrade`.
+ * Such a workflow becomes active again only by accepting the upgrade.
+ */
+export function pendingTemplateUpgrade(workflow: Pick<Workflow, "status" | "template">): WorkflowTemplate | null {
+  const template = workflow.template && TEMPLATES.get(workflow.template.id);
+  if (!template) return null;
+  return workflow.template!.version < template.version || workflow.status === "awaiting-template-upgrade" ? template : null;
+}

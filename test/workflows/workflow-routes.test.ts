@@ -125,7 +125,7 @@ describe("workflow management", () => {
     expect(workflow.instruction).toContain("NO_REPLY");
   });
 
-  test("an install of an older template version awaits an upgrade, refuses to fire, and is active again once upgraded", async () => {
+  test("an install of an older template version awaits an upgrade, refuses to fire and to be reactivated by hand (pausing or archiving first included), and is active again once upgraded", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
     const workflow = await createWorkflow(member.client, { template: "channel-assistant", runner: { kind: "command", command: "echo hi" } });
@@ -134,9 +134,21 @@ describe("workflow management", () => {
     expect(flagged).toEqual([workflow.id]);
     const { token } = await issueToken(member.client, workflow.id);
     expect((await fire(world, workflow.id, token)).status).toBe(409);
-    expect((await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "active" })).body.error.code).toBe("template_upgrade_required");
+    const setStatus = async (status: string) => {
+      const answer = await member.client.request("PATCH", `/api/workflows/${workflow.id}`, { status });
+      return answer.status === 200 ? answer.body.status : answer.body.error.code;
+    };
+    expect(await setStatus("active")).toBe("template_upgrade_required");
+    // Pausing (or archiving) and then activating does not skip the upgrade.
+    expect(await setStatus("paused")).toBe("template_upgrade_required");
+    expect(await setStatus("archived")).toBe("archived");
+    expect(await setStatus("active")).toBe("template_upgrade_required");
+    expect(await setStatus("paused")).toBe("template_upgrade_required");
+    expect((await fire(world, workflow.id, token)).status).toBe(409);
     const upgraded = await member.client.post(`/api/workflows/${workflow.id}/upgrade-template`);
     expect(upgraded.body).toMatchObject({ status: "active", instruction: CHANNEL_ASSISTANT.instruction, template: { version: CHANNEL_ASSISTANT.version } });
     expect((await fire(world, workflow.id, token)).status).toBe(202);
+    expect((await member.client.post(`/api/workflows/${workflow.id}/upgrade-template`)).body.error.code).toBe("no_template_upgrade");
+    expect(await setStatus("paused")).toBe("paused");
   });
 });
