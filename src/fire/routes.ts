@@ -38,8 +38,9 @@ function bearerToken(header: string | null): string | null {
 
 /**
  * `POST /api/webhooks/workflow/<workflow_id>/fire`: rate cap per source
- * address, then the bearer token, then the body, then the workflow's state and
- * the spend limit; 202 with the run id once the run is queued.
+ * address, then the bearer token, then the body, then the token again (it may
+ * have been revoked while the body arrived), then the workflow's state and the
+ * spend limit; 202 with the run id once the run is queued.
  */
 export function fireRoutes(options: FireRoutesOptions) {
   const { part, tokens } = options;
@@ -55,9 +56,12 @@ export function fireRoutes(options: FireRoutesOptions) {
         set.headers["retry-after"] = String(Math.ceil(gate.retryAfterMs / 1000));
         throw tooMany("rate_limited", "Too many fires from this address: try again in a minute");
       }
-      const triggerId = tokens.authenticate(params.id, bearerToken(request.headers.get("authorization")));
+      const token = bearerToken(request.headers.get("authorization"));
+      const triggerId = tokens.authenticate(params.id, token);
       if (!triggerId) throw fireUnauthorized();
       const text = await readFireText(request);
+      // A body can take its time: a token revoked or rotated (or a workflow deleted) meanwhile must not fire.
+      if (tokens.authenticate(params.id, token) !== triggerId) throw fireUnauthorized();
       const run = await part.engine.fire({ workflowId: params.id, trigger: { id: triggerId, kind: "webhook" }, text, source: { kind: "webhook", triggerId } });
       set.status = 202;
       return { runId: run.id, workflowId: run.workflowId, number: run.number, status: run.status };

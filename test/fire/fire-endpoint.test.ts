@@ -62,6 +62,38 @@ describe("the fire endpoint", () => {
     expect(countRows(world, "audit_log")).toBe(auditBefore);
   });
 
+  test("a token revoked or rotated, or a workflow deleted, while the body is still arriving: 401 and no run", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo never");
+    const triggers = `/api/workflows/${workflow.id}/triggers`;
+    const changes: [string, (triggerId: string) => Promise<{ status: number }>][] = [
+      ["revoked", (triggerId) => member.client.delete(`${triggers}/${triggerId}`)],
+      ["rotated", (triggerId) => member.client.post(`${triggers}/${triggerId}/rotate`)],
+      ["workflow deleted", () => member.client.delete(`/api/workflows/${workflow.id}`)],
+    ];
+    for (const [change, apply] of changes) {
+      const { token, triggerId } = await issueToken(member.client, workflow.id);
+      const rest = Promise.withResolvers<void>();
+      const body = new ReadableStream<Uint8Array>({
+        async start(controller) {
+          controller.enqueue(new TextEncoder().encode('{"text":"sent before the '));
+          await rest.promise;
+          controller.enqueue(new TextEncoder().encode(`${change}"}`));
+          controller.close();
+        },
+      });
+      const answer = fetch(world.hatch.url + firePath(workflow.id), { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body });
+      // Let the headers reach the server and pass the token check; the answer is the same 401 if the change arrives first.
+      await Bun.sleep(50);
+      expect((await apply(triggerId)).status).toBe(200);
+      rest.resolve();
+      const response = await answer;
+      expect({ change, status: response.status, body: await response.json() }).toEqual({ change, status: 401, body: { error: { code: "unauthorized", message: "Invalid fire token" } } });
+    }
+    expect(countRows(world, "workflow_runs")).toBe(0);
+  });
+
   test("a body that is not JSON, a text that is not a string, a text over 4,000 characters, another content type: 400 and no run", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
