@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { MAX_REQUEST_BODY_BYTES } from "../src/app.ts";
 import { startWorld } from "./helpers/world.ts";
+import { commandWorkflow, countRows } from "./helpers/workflows.ts";
 
 describe("the HTTP edge", () => {
   test("malformed JSON gets 400 invalid_json; a body failing its schema gets 400 naming the field", async () => {
@@ -13,6 +14,30 @@ describe("the HTTP edge", () => {
     expect(schema.status).toBe(400);
     expect(schema.body.error.code).toBe("invalid_request");
     expect(schema.body.error.message).toContain('"password"');
+  });
+
+  test("a JSON body that is not an object gets 400 invalid_body, even where every field is optional, and nothing happens", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const sessions = "/api/packages/agent/terminal/sessions";
+    const cases: [string, string][] = [
+      [`/api/workflows/${workflow.id}/runs`, '"Is the build green?"'],
+      [`/api/workflows/${workflow.id}/runs`, '[{"text":"a"}]'],
+      [`/api/workflows/${workflow.id}/runs`, "7"],
+      [`/api/workflows/${workflow.id}/runs`, "null"],
+      [sessions, "[]"],
+    ];
+    for (const [path, body] of cases) {
+      const answer = await member.client.post(path, body);
+      expect({ path, body, status: answer.status, error: answer.body.error }).toEqual({ path, body, status: 400, error: { code: "invalid_body", message: "The request body must be a JSON object" } });
+    }
+    const patched = await member.client.request("PATCH", `/api/workflows/${workflow.id}`, '["paused"]');
+    expect(patched.body.error.code).toBe("invalid_body");
+    expect(countRows(world, "workflow_runs")).toBe(0);
+    expect((await member.client.get(sessions)).body.sessions).toEqual([]);
+    // An object with every field left out is still a body.
+    expect((await member.client.post(`/api/workflows/${workflow.id}/runs`, {})).status).toBe(202);
   });
 
   test("a value outside a field's choices or range gets a 400 naming what the field accepts", async () => {
