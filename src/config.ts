@@ -96,3 +96,17 @@ function secretKey(raw: string): string {
 function detectContainer(): boolean {
   return existsSync("/.dockerenv") || existsSync("/run/.containerenv");
 }
+
+/**
+ * The address a client on this machine uses to reach a server bound to `host`
+ * on `port`: a wildcard bind is reached on loopback, and an IPv6 literal is
+ * bracketed, as a URL needs.
+ *
+ * @example
+ * localUrl("0.0.0.0", 3100) // "http://127.0.0.1:3100"
+ * localUrl("::1", 3100) // "http://[::1]:3100"
+ */
+export function localUrl(host: string, port: number): string {
+  const reachable = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
+  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
+}

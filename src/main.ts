@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { createApp, MAX_REQUEST_BODY_BYTES } from "./app.ts";
-import type { HatchConfig } from "./config.ts";
+import { localUrl, type HatchConfig } from "./config.ts";
 import { openDatabase, type OpenDatabase } from "./db/index.ts";
 import { createPlatform, FEATURES, hasFeature, loadSecretKey, platformRoutes, type Platform } from "./platform/index.ts";
 import { cachedProbe } from "./confine/index.ts";
@@ -105,8 +105,8 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     terminal,
     workflows,
     sqlite: database.sqlite,
-    url: `http://${displayHost(config.host)}:${webHost.server!.port}`,
-    companionUrl: `http://${displayHost(config.host)}:${companion.port}`,
+    url: localUrl(config.host, webHost.server!.port!),
+    companionUrl: localUrl(config.host, companion.port),
     stop,
     [Symbol.asyncDispose]: stop,
   };
@@ -127,6 +127,3 @@ export interface HatchOverrides {
 /** The host's confinement facilities, probed once per process (a bwrap trial run costs ~10 ms). */
 const confinementProbe = cachedProbe();
 
-function displayHost(host: string): string {
-  return host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
-}

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ConfigError, loadConfig } from "../src/config.ts";
+import { ConfigError, loadConfig, localUrl } from "../src/config.ts";
 
 describe("configuration", () => {
   test("defaults: web 3100, companion 3101, ./data, loopback", () => {
@@ -15,5 +15,14 @@ describe("configuration", () => {
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).toThrow("at least 32 characters");
     // The key itself is never echoed in the error.
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).not.toThrow("too-short-secret");
+  });
+
+  test("the local URL of a server: a wildcard bind is reached on loopback, an IPv6 address is bracketed", () => {
+    expect(localUrl("127.0.0.1", 3100)).toBe("http://127.0.0.1:3100");
+    expect(localUrl("0.0.0.0", 3100)).toBe("http://127.0.0.1:3100");
+    expect(localUrl("::", 3100)).toBe("http://127.0.0.1:3100");
+    expect(localUrl("::1", 3100)).toBe("http://[::1]:3100");
+    expect(localUrl("fd00::5", 8080)).toBe("http://[fd00::5]:8080");
+    expect(localUrl("hatch.internal", 3100)).toBe("http://hatch.internal:3100");
   });
 });

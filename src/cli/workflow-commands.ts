@@ -1,3 +1,4 @@
+import { localUrl } from "../config.ts";
 import { WebhookTokens } from "../fire/index.ts";
 import { forbidden, hasFeature, notFound, type Platform } from "../platform/index.ts";
 import { createWorkflowStores, RUN_FEATURE, WORKFLOW_MODES, type Run, type Workflow, type WorkflowMode } from "../workflows/index.ts";
@@ -104,8 +105,7 @@ export const workflowCommands: Command[] = [
       const tokens = new WebhookTokens(triggers);
       const issued = chosen ? tokens.rotate(chosen.id) : tokens.issue(workflow.id);
       platform.audit.write({ action: chosen ? "workflow.trigger.rotate" : "workflow.trigger.add", projectId: workflow.projectId, target: issued.trigger.id, detail: { workflowId: workflow.id, via: "cli" } });
-      const host = ["0.0.0.0", "::"].includes(ctx.config.host) ? "127.0.0.1" : ctx.config.host;
-      const fireUrl = `http://${host}:${ctx.config.port}/api/webhooks/workflow/${workflow.id}/fire`;
+      const fireUrl = `${localUrl(ctx.config.host, ctx.config.port)}/api/webhooks/workflow/${workflow.id}/fire`;
       return { workflowId: workflow.id, triggerId: issued.trigger.id, token: issued.token, fireUrl };
     },
     human: (r) => {
