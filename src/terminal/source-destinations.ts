@@ -173,6 +173,8 @@ export class SourceDestinations implements DestinationResolver {
       const perms = policy.at(path);
       if (!perms.read && path !== "") deny.push(full);
       else if (path === "" || existsSync(full)) roots.push({ path: full, write: perms.write });
+      // A missing path cannot carry a grant of its own. Narrower than its parent, it would be created under the parent's wider grant, so its place is blocked instead.
+      else if (lacksAny(policy.at(parentOf(path)), perms)) deny.push(full);
     }
     return { roots, deny, boundary: root };
   }
@@ -184,6 +186,17 @@ interface CallerPolicy {
   at(path: string): Permissions;
   /** Any permission anywhere: a source with none is not shown at all. */
   visible: boolean;
+}
+
+/** The policy path of a path's parent directory ("" for the source root). */
+function parentOf(path: string): string {
+  const slash = path.lastIndexOf("/");
+  return slash === -1 ? "" : path.slice(0, slash);
+}
+
+/** Whether `inner` lacks a permission `outer` holds. */
+function lacksAny(outer: Permissions, inner: Permissions): boolean {
+  return (outer.read && !inner.read) || (outer.write && !inner.write) || (outer.exec && !inner.exec);
 }
 
 function letters(perms: Permissions): string {

@@ -133,6 +133,23 @@ describe("create re-checks everything", () => {
     expect(probe.body.output).toBe("out-ok\ntop-denied\nsecret-denied\n");
   });
 
+  for (const confinement of ["auto", "landlock"]) {
+    test(`a path a rule makes read-only cannot be created and written from a session opened before it exists (HATCH_CONFINEMENT=${confinement})`, async () => {
+      await using world = await startWorld({ HATCH_CONFINEMENT: confinement });
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      const source = localSource(world, project, "frozen-src", { member: "rwx" });
+      mkdirSync(join(source.root, "work"));
+      world.hatch.terminal.sources.addRule(source, { subjectKind: "role", subject: "member", path: "frozen", effect: "deny", perms: "w" });
+      expect((await createSession(member.client, { sourceSlug: "frozen-src", id: "f" })).status).toBe(201);
+      const probe = await member.client.post(`${TERMINAL}/sessions/f/exec`, {
+        command: "mkdir frozen 2>/dev/null && echo made; { echo data > frozen/x; } 2>/dev/null && echo wrote; touch work/ok && echo work-ok",
+      });
+      expect(probe.body.output).toBe("work-ok\n");
+      expect(existsSync(join(source.root, "frozen"))).toBe(false);
+    });
+  }
+
   test("a source tab carries no agent context: rules naming an agent never apply", async () => {
     await using world = await startWorld();
     const project = await world.project();
