@@ -76,6 +76,9 @@ export class PtySession {
   readonly #confinement: string;
   #destroyed = false;
   #exitCode: number | null = null;
+  /** Aborted when the session is destroyed, so work running for it (an exec) stops with it. */
+  readonly #closing = new AbortController();
+  #execsRunning = 0;
   readonly #guards = new WeakMap<View, { guard: InputGuard; bucket: TokenBucket }>();
 
   constructor(private readonly options: PtySessionOptions) {
@@ -124,6 +127,27 @@ export class PtySession {
   }
   get destroyed() {
     return this.#destroyed;
+  }
+  /** Aborted when the session is destroyed. */
+  get closing(): AbortSignal {
+    return this.#closing.signal;
+  }
+  /** Execs running now: a session running one is in use, not idle. */
+  get execsRunning(): number {
+    return this.#execsRunning;
+  }
+
+  /** Count an exec as activity while it runs; call the returned function when it ends. */
+  beginExec(): () => void {
+    this.#execsRunning++;
+    this.lastActivityAt = this.options.now();
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      this.#execsRunning--;
+      this.lastActivityAt = this.options.now();
+    };
   }
   get pid() {
     return this.#process.pid;
@@ -245,6 +269,7 @@ export class PtySession {
   async destroy(reason: string): Promise<void> {
     if (this.#destroyed) return;
     this.#destroyed = true;
+    this.#closing.abort();
     this.views.announce({ type: "exit", code: this.#exitCode, reason });
     this.views.closeAll(CLOSE_SESSION_ENDED, reason.slice(0, 120));
     if (this.#exitCode === null) {

@@ -1,3 +1,4 @@
+import { HatchError } from "../platform/index.ts";
 import { stripAnsi } from "./ansi.ts";
 import type { CommandSpawner } from "./command-spawn.ts";
 import type { LaunchSpec } from "./launch-spec.ts";
@@ -19,44 +20,70 @@ export interface ExecOptions {
   outputCapBytes: number;
   /** The shell to run `command` with (`shell -c command`). */
   shell: string;
+  /** Aborted when the session closes: the command is killed and the exec refused with 409 `session_closed`. */
+  signal?: AbortSignal;
 }
 
 /**
+ * After a kill, how long output still in the pipes is read before answering:
+ * a process that left the command's group (setsid) can hold them open forever.
+ */
+const PIPE_GRACE_MS = 200;
+
+/**
  * Run a command as its own process inside a session's sandbox. Output past the
- * cap is read and discarded, so a chatty command never blocks on a full pipe;
- * at the timeout the whole process group is killed.
+ * cap is read and discarded, so a chatty command never blocks on a full pipe.
+ * The answer waits for the output to end (like ssh), but at the timeout, or
+ * when the session closes, the whole process group is killed and the answer
+ * goes out a moment later even if an escaped process still holds the pipes.
  */
 export async function execInSession(launch: LaunchSpec, options: ExecOptions, spawn: CommandSpawner): Promise<ExecResult> {
+  if (options.signal?.aborted) throw sessionClosed();
   const started = performance.now();
   const child = spawn(launch, [options.shell, "-c", options.command]);
   const chunks: Uint8Array[] = [];
   let kept = 0;
   let truncated = false;
-  const collect = async (stream: ReadableStream<Uint8Array>) => {
-    for await (const chunk of stream) {
+  const readers = [child.stdout.getReader(), child.stderr.getReader()];
+  const collect = async (reader: ReadableStreamDefaultReader<Uint8Array>) => {
+    for (let next = await reader.read(); !next.done; next = await reader.read()) {
+      const chunk = next.value;
       const room = options.outputCapBytes - kept;
-      if (room <= 0) {
-        truncated = true;
-        continue;
-      }
       if (chunk.length > room) truncated = true;
+      if (room <= 0) continue;
       const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
       chunks.push(part);
       kept += part.length;
     }
   };
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
+  let stopped: "timeout" | "closed" | null = null;
+  const killed = Promise.withResolvers<void>();
+  const stop = (why: "timeout" | "closed") => {
+    if (stopped) return;
+    stopped = why;
     child.kill("SIGKILL");
-  }, options.timeoutMs);
+    killed.resolve();
+  };
+  const timer = setTimeout(() => stop("timeout"), options.timeoutMs);
+  const onClose = () => stop("closed");
+  options.signal?.addEventListener("abort", onClose, { once: true });
   try {
-    const [code] = await Promise.all([child.exited, collect(child.stdout), collect(child.stderr)]);
-    const output = stripAnsi(new TextDecoder().decode(concat(chunks, kept)));
-    return { exitCode: timedOut ? null : code, output, truncated, timedOut, durationMs: Math.round(performance.now() - started) };
+    const output = Promise.all(readers.map(collect));
+    const drained = Promise.race([output, killed.promise.then(() => Promise.race([output, new Promise((resolve) => setTimeout(resolve, PIPE_GRACE_MS))]))]);
+    const [code] = await Promise.all([child.exited, drained]);
+    if (stopped === "closed") throw sessionClosed();
+    const text = stripAnsi(new TextDecoder().decode(concat(chunks, kept)));
+    return { exitCode: stopped === "timeout" ? null : code, output: text, truncated, timedOut: stopped === "timeout", durationMs: Math.round(performance.now() - started) };
   } finally {
     clearTimeout(timer);
+    options.signal?.removeEventListener("abort", onClose);
+    // Stop reading pipes a stray process may still hold.
+    for (const reader of readers) reader.cancel().catch(() => {});
   }
+}
+
+function sessionClosed(): HatchError {
+  return new HatchError("session_closed", 409, "The session was closed while the command ran: the command was stopped");
 }
 
 function concat(chunks: Uint8Array[], length: number): Uint8Array {

@@ -140,11 +140,13 @@ export class SessionManager {
     const now = this.options.now();
     const reaped: string[] = [];
     for (const session of [...this.#sessions.values()]) {
-      const idle = now - session.lastActivityAt;
+      // A running exec is use: the session is not idle while one runs.
+      const idle = session.execsRunning > 0 ? 0 : now - session.lastActivityAt;
       if (idle >= idleMs && session.views.size === 0) {
         reaped.push(session.id);
         await this.destroy(session.key, "The session was closed after being idle");
-      } else if (idle >= idleMs - countdownMs) {
+      } else if (idle >= idleMs - countdownMs && idle < idleMs) {
+        // Past the limit an attached session is left alone (never reaped while watched): no more countdowns.
         session.announce({ type: "countdown", secondsLeft: Math.max(0, Math.ceil((idleMs - idle) / 1000)) });
       }
     }

@@ -146,11 +146,17 @@ export class TerminalService {
     }
     const { settings } = this.options.platform;
     const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds")) * 1000;
-    const result = await execInSession(
-      session.launch,
-      { command, timeoutMs, outputCapBytes: settings.get("terminalExecOutputCapBytes"), shell: session.launch.argv[0]! },
-      this.options.commands,
-    );
+    const ended = session.beginExec();
+    let result: ExecResult;
+    try {
+      result = await execInSession(
+        session.launch,
+        { command, timeoutMs, outputCapBytes: settings.get("terminalExecOutputCapBytes"), shell: session.launch.argv[0]!, signal: session.closing },
+        this.options.commands,
+      );
+    } finally {
+      ended();
+    }
     this.options.platform.audit.write({
       action: "terminal.exec",
       userId: caller.user.id,

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { attached, createSession } from "../helpers/terminal.ts";
+import { attached, createSession, TERMINAL } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -38,6 +38,26 @@ describe("the reaper", () => {
     now += 60 * 60_000;
     expect(await sessions.sweep()).toEqual(["watched"]);
     expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  test("a running exec is use: the session is not reaped while it runs, and its end counts as activity", async () => {
+    let now = Date.now();
+    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
+    const owner = await world.signedIn(await world.project(), "owner");
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "busy" });
+    const dir = world.tempDir("exec");
+    const running = owner.client.post(`${TERMINAL}/sessions/busy/exec`, { command: `touch ${dir}/started; while [ ! -e ${dir}/go ]; do sleep 0.05; done; echo finished`, timeoutSeconds: 60 });
+    await waitFor(() => existsSync(join(dir, "started")), "the exec to start");
+    const { sessions } = world.hatch.terminal;
+    now += 10 * 60_000;
+    expect(await sessions.sweep()).toEqual([]);
+    writeFileSync(join(dir, "go"), "");
+    expect((await running).body).toMatchObject({ output: "finished\n", exitCode: 0 });
+    now += 4 * 60_000;
+    expect(await sessions.sweep()).toEqual([]);
+    now += 60_000;
+    expect(await sessions.sweep()).toEqual(["busy"]);
   });
 
   test("a PTY that exits is destroyed and its scratch removed; orphaned scratch from an unclean exit is swept at start", async () => {

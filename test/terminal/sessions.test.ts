@@ -198,6 +198,32 @@ describe("exec", () => {
     await waitFor(() => !isAlive(grandchild), "the grandchild to die");
   });
 
+  test("the answer comes at the timeout even when a process that left the group keeps the output open", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const pidFile = join(world.tempDir("exec"), "escaped.pid");
+    // setsid puts the sleep in a session of its own, out of reach of the group kill; it holds stdout for 60 s (past this test's timeout).
+    const result = await owner.client.post(`${TERMINAL}/sessions/s/exec`, { command: `setsid sh -c 'echo $$ > ${pidFile}; exec sleep 60' & echo started`, timeoutSeconds: 1 });
+    const escaped = Number(readFileSync(pidFile, "utf8"));
+    process.kill(escaped, "SIGKILL");
+    expect(result.body).toMatchObject({ output: "started\n", exitCode: null, timedOut: true });
+  });
+
+  test("terminating the session stops a running exec: 409 session_closed, and the command is killed", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "d" });
+    const pidFile = join(world.tempDir("exec"), "shell.pid");
+    const running = owner.client.post(`${TERMINAL}/sessions/d/exec`, { command: `echo $$ > ${pidFile}; sleep 30`, timeoutSeconds: 60 });
+    await waitFor(() => existsSync(pidFile) && readFileSync(pidFile, "utf8").endsWith("\n"), "the exec to start");
+    const shell = Number(readFileSync(pidFile, "utf8"));
+    expect((await owner.client.delete(`${TERMINAL}/sessions/d`)).status).toBe(200);
+    const answer = await running;
+    expect({ status: answer.status, code: answer.body.error.code }).toEqual({ status: 409, code: "session_closed" });
+    await waitFor(() => !isAlive(shell), "the exec's shell to die");
+  });
+
   test("a missing session is refused; a caller without core.execute gets 403", async () => {
     await using world = await startWorld();
     const project = await world.project();
