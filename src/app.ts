@@ -62,7 +62,8 @@ export function createApp(options: AppOptions) {
 function describeValidation(error: ValidationError): string {
   const first = error.all?.[0] as { path?: string; message?: string; schema?: FieldSchema } | undefined;
   const field = first?.path ? first.path.replace(/^\//, "").replaceAll("/", ".") : "";
-  const where = error.type === "query" ? "query" : error.type === "params" ? "path" : error.type === "headers" ? "headers" : "body";
+  // Elysia reports a failed query or path number conversion as "property", without saying where: call it the request.
+  const where = ({ body: "body", query: "query", params: "path", headers: "headers" } as Record<string, string>)[error.type] ?? "request";
   const why = expectation(first?.schema) ?? first?.message?.toLowerCase() ?? "does not match the schema";
   return field ? `Invalid ${where}: field "${field}" ${why}` : `Invalid ${where}: ${why}`;
 }

@@ -40,6 +40,25 @@ describe("the HTTP edge", () => {
     expect((await member.client.post(`/api/workflows/${workflow.id}/runs`, {})).status).toBe(202);
   });
 
+  test("a number in a query or path that is not a whole number in range gets 400, never 500, and is not called a body", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await owner.client.post("/api/packages/agent/terminal/sessions", { sourceSlug: "container-root", id: "r" });
+    const workflow = await commandWorkflow(owner, "cat");
+    const answers = [
+      await owner.client.get("/api/packages/agent/terminal/sessions/r/read?lines=1.5"),
+      await owner.client.get("/api/packages/agent/terminal/sessions/r/read?lines=0"),
+      await owner.client.get(`/api/workflows/${workflow.id}/runs?limit=2.5`),
+      await owner.client.get("/api/audit?limit=1.5"),
+    ];
+    for (const answer of answers) {
+      expect(answer.status).toBe(400);
+      expect(answer.body.error.code).toBe("invalid_request");
+      expect(answer.body.error.message).not.toContain("body");
+    }
+    expect((await owner.client.get("/api/packages/agent/terminal/sessions/r/read?lines=2")).status).toBe(200);
+  });
+
   test("a value outside a field's choices or range gets a 400 naming what the field accepts", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");

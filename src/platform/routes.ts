@@ -78,9 +78,9 @@ export function platformRoutes(platform: Platform) {
       {
         query: t.Object({
           action: t.Optional(t.String({ maxLength: 100 })),
-          since: t.Optional(t.Numeric({ minimum: 0 })),
-          until: t.Optional(t.Numeric({ minimum: 0 })),
-          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000 })),
+          since: t.Optional(t.Numeric({ minimum: 0, multipleOf: 1 })),
+          until: t.Optional(t.Numeric({ minimum: 0, multipleOf: 1 })),
+          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, multipleOf: 1 })),
         }),
       },
     )
