@@ -1,5 +1,5 @@
 import { Elysia, ValidationError, type AnyElysia } from "elysia";
-import { badRequest, HatchError } from "./platform/index.ts";
+import { HatchError } from "./platform/index.ts";
 
 /** Options for `createApp`: the route plugins of every part, already built with their collaborators. */
 export interface AppOptions {
@@ -31,10 +31,6 @@ export function createApp(options: AppOptions) {
   const logError = options.logError ?? ((error: unknown) => console.error("hatch: unexpected error", error));
   let app: AnyElysia = new Elysia({ name: "hatch" })
     .error({ HatchError })
-    // Every body hatch takes is a JSON object. Elysia would read `"hi"`, `[]` or `7` as `{}` for a schema whose fields are all optional.
-    .onTransform(({ body }) => {
-      if (body !== undefined && (body === null || typeof body !== "object" || Array.isArray(body))) throw badRequest("invalid_body", "The request body must be a JSON object");
-    })
     .onError(({ code, error, set }) => {
       const answer = (status: number, errorCode: string, message: string): ErrorBody => {
         set.status = status;

@@ -31,3 +31,13 @@ export const notFound = (code: string, message: string) => new HatchError(code, 
 export const conflict = (code: string, message: string) => new HatchError(code, 409, message);
 /** 429: a limit was reached. */
 export const tooMany = (code: string, message: string) => new HatchError(code, 429, message);
+
+/**
+ * A route hook for a body schema whose fields are all optional: Elysia reads
+ * `"hi"`, `[]` or `7` as `{}` for such a schema, so a body that is not a JSON
+ * object gets 400 `invalid_body` here instead. Per route, not global: a global
+ * hook naming `body` makes every route parse its body (about 4 µs a request).
+ */
+export function requireObjectBody({ body }: { body: unknown }): void {
+  if (body === null || typeof body !== "object" || Array.isArray(body)) throw badRequest("invalid_body", "The request body must be a JSON object");
+}

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { SOURCE_KINDS, type SourceStore } from "./source-store.ts";
 
 /** Collaborators of the source routes. */
@@ -49,7 +49,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
         audit(caller, "source.update", source.slug, body);
         return source;
       },
-      { body: t.Object({ enabled: t.Optional(t.Boolean()), running: t.Optional(t.Boolean()) }) },
+      { body: t.Object({ enabled: t.Optional(t.Boolean()), running: t.Optional(t.Boolean()) }), transform: requireObjectBody },
     )
     .get("/:slug/rules", ({ caller, params }) => ({ rules: store.rules(store.require(caller.project.id, params.slug).id) }))
     .post(

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { AGENT_PACKAGE, FEATURES, requireFeature, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { AGENT_PACKAGE, FEATURES, requireFeature, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from "../pty/index.ts";
 import type { SourceEntry } from "./source-destinations.ts";
 import type { TerminalService } from "./terminal-service.ts";
@@ -55,6 +55,7 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
       },
       {
         query: Address,
+        transform: requireObjectBody,
         body: t.Object({
           sourceSlug: t.Optional(t.String({ maxLength: 100 })),
           id: t.Optional(t.String({ maxLength: 64 })),

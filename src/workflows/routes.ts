@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { badRequest, conflict, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { badRequest, conflict, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { managesAll, requireCreateAccess, requireManageable, requireSecretAccess, requireWorkflowAccess } from "./access.ts";
 import { pendingTemplateUpgrade, TEMPLATES } from "./templates.ts";
 import type { Workflow } from "./workflow.ts";
@@ -119,6 +119,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         return workflowView(part, updated);
       },
       {
+        transform: requireObjectBody,
         body: t.Object({
           name: t.Optional(t.String({ maxLength: 200 })),
           instruction: t.Optional(t.String({ maxLength: 40_000 })),

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { sessionTokenOf, type Platform } from "../platform/index.ts";
+import { requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { manageableWorkflow } from "./routes.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
 
@@ -30,7 +30,7 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
         set.status = 202;
         return run;
       },
-      { body: t.Object({ text: t.Optional(t.String()) }) },
+      { body: t.Object({ text: t.Optional(t.String()) }), transform: requireObjectBody },
     )
     .get(
       "/:id/runs",
