@@ -128,26 +128,24 @@ export class PtySession {
   get destroyed() {
     return this.#destroyed;
   }
-  /** Aborted when the session is destroyed. */
-  get closing(): AbortSignal {
-    return this.#closing.signal;
-  }
   /** Execs running now: a session running one is in use, not idle. */
   get execsRunning(): number {
     return this.#execsRunning;
   }
 
-  /** Count an exec as activity while it runs; call the returned function when it ends. */
-  beginExec(): () => void {
+  /**
+   * Run an exec as this session's work: it counts as activity from start to
+   * end, and the signal it is given aborts when the session is destroyed.
+   */
+  async runExec<T>(work: (closing: AbortSignal) => Promise<T>): Promise<T> {
     this.#execsRunning++;
     this.lastActivityAt = this.options.now();
-    let ended = false;
-    return () => {
-      if (ended) return;
-      ended = true;
+    try {
+      return await work(this.#closing.signal);
+    } finally {
       this.#execsRunning--;
       this.lastActivityAt = this.options.now();
-    };
+    }
   }
   get pid() {
     return this.#process.pid;

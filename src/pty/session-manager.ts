@@ -142,11 +142,11 @@ export class SessionManager {
     for (const session of [...this.#sessions.values()]) {
       // A running exec is use: the session is not idle while one runs.
       const idle = session.execsRunning > 0 ? 0 : now - session.lastActivityAt;
+      // The countdown stops at the limit: past it a session is reaped, or it is watched and never will be.
       if (idle >= idleMs && session.views.size === 0) {
         reaped.push(session.id);
         await this.destroy(session.key, "The session was closed after being idle");
       } else if (idle >= idleMs - countdownMs && idle < idleMs) {
-        // Past the limit an attached session is left alone (never reaped while watched): no more countdowns.
         session.announce({ type: "countdown", secondsLeft: Math.max(0, Math.ceil((idleMs - idle) / 1000)) });
       }
     }

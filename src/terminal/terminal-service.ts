@@ -146,17 +146,10 @@ export class TerminalService {
     }
     const { settings } = this.options.platform;
     const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds")) * 1000;
-    const ended = session.beginExec();
-    let result: ExecResult;
-    try {
-      result = await execInSession(
-        session.launch,
-        { command, timeoutMs, outputCapBytes: settings.get("terminalExecOutputCapBytes"), shell: session.launch.argv[0]!, signal: session.closing },
-        this.options.commands,
-      );
-    } finally {
-      ended();
-    }
+    const outputCapBytes = settings.get("terminalExecOutputCapBytes");
+    const result = await session.runExec((signal) =>
+      execInSession(session.launch, { command, timeoutMs, outputCapBytes, shell: session.launch.argv[0]!, signal }, this.options.commands),
+    );
     this.options.platform.audit.write({
       action: "terminal.exec",
       userId: caller.user.id,
