@@ -27,6 +27,8 @@ export class TerminalClient {
   /** Recent raw output since the last snapshot or replay (a bounded tail). */
   output = "";
   offset = 0;
+  /** The largest binary frame received, in bytes. */
+  largestFrame = 0;
   closeCode: number | null = null;
   closeReason = "";
   readonly closed: Promise<number>;
@@ -50,6 +52,7 @@ export class TerminalClient {
         // Keep a bounded tail: a flood must not grow the test process either.
         if (this.output.length > OUTPUT_TAIL_CHARS) this.output = this.output.slice(-OUTPUT_TAIL_CHARS / 2);
         this.offset += data.length;
+        this.largestFrame = Math.max(this.largestFrame, data.length);
         this.#unackedBytes += data.length;
         if (this.autoAck && this.#unackedBytes >= 1000) this.ack();
         return;

@@ -26,7 +26,8 @@ describe("flow control", () => {
       return holder.offset > target;
     }, `the holder to receive ${FLOOD_BYTES} bytes of flood`, 30_000);
     // The observer never acked: it was cut off at the high watermark instead of stalling the holder.
-    expect(observer.offset - observerStart).toBeLessThanOrEqual(HIGH_WATERMARK_BYTES);
+    // (A view with nothing unacked still takes one whole read, which can itself pass the watermark.)
+    expect(observer.offset - observerStart).toBeLessThanOrEqual(Math.max(HIGH_WATERMARK_BYTES, observer.largestFrame));
     holder.type("\x03");
     holder.type("echo stopped-$((9*9))\r");
     await holder.sees("stopped-81", 15_000);
