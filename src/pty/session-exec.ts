@@ -31,6 +31,14 @@ export interface ExecOptions {
 const PIPE_GRACE_MS = 200;
 
 /**
+ * Raw bytes kept per byte of the cap. The cap applies to the ANSI-stripped
+ * text, and colour codes can be most of what a program writes (`ls --color`,
+ * `grep --color`, test runners), so more raw output than the cap is held
+ * before stripping; past this bound the rest is read and discarded.
+ */
+const RAW_BYTES_PER_CAPPED_BYTE = 4;
+
+/**
  * Run a command as its own process inside a session's sandbox. Output past the
  * cap is read and discarded, so a chatty command never blocks on a full pipe.
  * The answer waits for the output to end (like ssh), but at the timeout, or
@@ -42,14 +50,15 @@ export async function execInSession(launch: LaunchSpec, options: ExecOptions, sp
   const started = performance.now();
   const child = spawn(launch, [options.shell, "-c", options.command]);
   const chunks: Uint8Array[] = [];
+  const rawCap = options.outputCapBytes * RAW_BYTES_PER_CAPPED_BYTE;
   let kept = 0;
-  let truncated = false;
+  let rawTruncated = false;
   const readers = [child.stdout.getReader(), child.stderr.getReader()];
   const collect = async (reader: ReadableStreamDefaultReader<Uint8Array>) => {
     for (let next = await reader.read(); !next.done; next = await reader.read()) {
       const chunk = next.value;
-      const room = options.outputCapBytes - kept;
-      if (chunk.length > room) truncated = true;
+      const room = rawCap - kept;
+      if (chunk.length > room) rawTruncated = true;
       if (room <= 0) continue;
       const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
       chunks.push(part);
@@ -72,7 +81,7 @@ export async function execInSession(launch: LaunchSpec, options: ExecOptions, sp
     const drained = Promise.race([output, killed.promise.then(() => Promise.race([output, new Promise((resolve) => setTimeout(resolve, PIPE_GRACE_MS))]))]);
     const [code] = await Promise.all([child.exited, drained]);
     if (stopped === "closed") throw sessionClosed();
-    const text = stripAnsi(new TextDecoder().decode(concat(chunks, kept)));
+    const { text, truncated } = capText(stripAnsi(new TextDecoder().decode(concat(chunks, kept))), options.outputCapBytes, rawTruncated);
     return { exitCode: stopped === "timeout" ? null : code, output: text, truncated, timedOut: stopped === "timeout", durationMs: Math.round(performance.now() - started) };
   } finally {
     clearTimeout(timer);
@@ -81,6 +90,27 @@ export async function execInSession(launch: LaunchSpec, options: ExecOptions, sp
     for (const reader of readers) reader.cancel().catch(() => {});
   }
 }
+
+/**
+ * The stripped output cut to at most `capBytes` of UTF-8, on a character
+ * boundary. When the raw output was cut, an escape sequence may have been cut
+ * in half, and what is left of it (from the last ESC on, which stripping
+ * would otherwise have removed) is dropped.
+ */
+function capText(stripped: string, capBytes: number, rawTruncated: boolean): { text: string; truncated: boolean } {
+  let text = stripped;
+  if (rawTruncated) {
+    const lastEscape = text.lastIndexOf("\x1b");
+    if (lastEscape >= 0 && text.length - lastEscape <= MAX_CUT_ESCAPE) text = text.slice(0, lastEscape);
+  }
+  // encodeInto writes whole characters only, so `read` ends on a character boundary.
+  const room = new Uint8Array(capBytes);
+  const { read } = new TextEncoder().encodeInto(text, room);
+  return read < text.length ? { text: text.slice(0, read), truncated: true } : { text, truncated: rawTruncated };
+}
+
+/** Longest tail taken for a cut escape sequence (OSC titles and links run long). */
+const MAX_CUT_ESCAPE = 4096;
 
 function sessionClosed(): HatchError {
   return new HatchError("session_closed", 409, "The session was closed while the command ran: the command was stopped");

@@ -185,6 +185,26 @@ describe("exec", () => {
     expect(big.body.truncated).toBe(true);
   });
 
+  test("the cap counts the stripped text: colour codes do not use it up, and a cut never splits a character", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "c" });
+    world.platform.settings.set("terminalExecOutputCapBytes", 1024);
+    // 3,300 bytes written, 600 characters once stripped: under the cap, so all of it comes back.
+    const coloured = await owner.client.post(`${TERMINAL}/sessions/c/exec`, { command: "for i in $(seq 300); do printf '\\033[31mab\\033[0m'; done" });
+    expect(coloured.body).toMatchObject({ output: "ab".repeat(300), truncated: false });
+    // 3,900 bytes written, 2,400 characters once stripped: cut at the cap.
+    const long = await owner.client.post(`${TERMINAL}/sessions/c/exec`, { command: "for i in $(seq 300); do printf '\\033[31mabcdefgh'; done" });
+    expect(long.body).toMatchObject({ output: "abcdefgh".repeat(128), truncated: true });
+    // Two bytes per character: 1,024 bytes hold 512 whole characters.
+    const wide = await owner.client.post(`${TERMINAL}/sessions/c/exec`, { command: "for i in $(seq 600); do printf '\\303\\251'; done" });
+    expect(wide.body).toMatchObject({ output: "\u00e9".repeat(512), truncated: true });
+    // Mostly escape codes past the raw bound: a sequence cut in half leaves nothing behind.
+    const noisy = await owner.client.post(`${TERMINAL}/sessions/c/exec`, { command: "for i in $(seq 2000); do printf '\\033]0;a long window title\\007'; done; printf 'x'" });
+    expect(noisy.body.truncated).toBe(true);
+    expect(noisy.body.output).not.toContain("\x1b");
+  });
+
   test("a command past its timeout is killed with its whole process group", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
