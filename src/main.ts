@@ -54,6 +54,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     baseEnv: overrides.baseEnv ?? process.env,
     now,
     reaperIntervalMs: overrides.reaperIntervalMs,
+    accessRecheckMs: overrides.accessRecheckMs,
   });
   await terminal.start();
   const baseEnv = overrides.baseEnv ?? process.env;
@@ -116,6 +117,8 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
 export interface HatchOverrides {
   now?: () => number;
   reaperIntervalMs?: number;
+  /** How often an open terminal connection that sends nothing has its access re-checked. */
+  accessRecheckMs?: number;
   /** Workflow worker pool size and retry waits (defaults in src/workflows/workflows-part.ts). */
   workflows?: { poolSize?: number; retryDelaysMs?: readonly number[] };
   /** Fires per source address per minute at the fire endpoint (default 60; 0 disables). */

@@ -34,19 +34,28 @@ export class View {
   /** Fell behind: receives nothing until it acks, then gets a fresh snapshot. */
   lagging = false;
   closed = false;
+  #canWrite: boolean;
 
   constructor(
     readonly id: string,
     readonly options: ViewOptions,
     readonly sink: ViewSink,
-  ) {}
+  ) {
+    this.#canWrite = options.canWrite;
+  }
 
   get userId() {
     return this.options.userId;
   }
 
+  /** May type and resize when it has the lease; false from the start, or once demoted. */
   get canWrite() {
-    return this.options.canWrite;
+    return this.#canWrite;
+  }
+
+  /** Take writing away for good (the view's access narrowed); see SessionViews.demote. */
+  revokeWrite(): void {
+    this.#canWrite = false;
   }
 }
 
@@ -101,11 +110,25 @@ export class SessionViews {
   detach(view: View): void {
     view.closed = true;
     if (!this.#views.delete(view.id)) return;
-    if (this.#leaseHolder === view.id) {
-      const next = [...this.#views.values()].find((v) => v.canWrite) ?? null;
-      this.#setLease(next);
-    }
+    if (this.#leaseHolder === view.id) this.#passLease();
     if (this.#views.size === 0 || this.#leaseHolder === null) this.#resumeIfPaused();
+  }
+
+  /** The lease goes to the earliest remaining writable view, or to nobody. */
+  #passLease(): void {
+    this.#setLease([...this.#views.values()].find((v) => v.canWrite) ?? null);
+  }
+
+  /**
+   * Make a view read-only for the rest of its connection (its user lost the
+   * right to type here): it is told `readOnly`, and if it held the lease, the
+   * lease passes on as on a detach. Reconnecting is how a view regains writing.
+   */
+  demote(view: View): void {
+    if (!view.canWrite || view.closed) return;
+    view.revokeWrite();
+    view.sink.control({ type: "readOnly" });
+    if (this.#leaseHolder === view.id) this.#passLease();
   }
 
   /** Move the lease to a writable view (Take Control). */

@@ -3,4 +3,4 @@ export { startCompanionServer, type CompanionServer } from "./companion-server.t
 export { createConfinement, type Confinement } from "./confinement.ts";
 export { CONTAINER_ROOT } from "./destination.ts";
 export { createTerminalPart, type TerminalPart, type TerminalPartOptions } from "./terminal-part.ts";
-export { CLOSE } from "./terminal-socket.ts";
+export { CLOSE } from "./view-access.ts";

@@ -34,6 +34,8 @@ export interface TerminalPartOptions {
   now(): number;
   /** How often the reaper sweeps. */
   reaperIntervalMs?: number;
+  /** How often an open terminal connection that sends nothing has its access re-checked. */
+  accessRecheckMs?: number;
 }
 
 /** WebSocket input cap per connection (DESIGN.md): 64 KiB burst, 32 KiB/s refill. */
@@ -104,7 +106,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   let reaper: ReturnType<typeof setInterval> | null = null;
   return {
     routes: terminalRoutes({ platform, terminal, sources: destinations, confinement: () => confinement.status().mode ?? "unavailable" }),
-    onUpgrade: terminalUpgradeHandler({ platform, terminal, rejections: new RejectionLog((line) => console.warn(line)) }),
+    onUpgrade: terminalUpgradeHandler({ platform, terminal, rejections: new RejectionLog((line) => console.warn(line)), accessRecheckMs: options.accessRecheckMs }),
     sessions,
     sources: store,
     confinement,

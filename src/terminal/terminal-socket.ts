@@ -3,23 +3,16 @@ import { Type } from "@sinclair/typebox";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { AGENT_PACKAGE, can, FEATURES, HatchError, SESSION_COOKIE, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { HatchError, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
 import type { RejectionLog } from "./rejection-log.ts";
 import type { TerminalService } from "./terminal-service.ts";
-import { cookieValue, parseTerminalUpgrade, type TerminalUpgrade } from "./upgrade-request.ts";
+import { parseTerminalUpgrade, type TerminalUpgrade } from "./upgrade-request.ts";
+import { AccessGate } from "./access-gate.ts";
+import { CLOSE, closeCodeFor, decideViewAccess } from "./view-access.ts";
 
-/** Close codes of the terminal WebSocket (4000-4999 belong to the application). */
-export const CLOSE = {
-  /** The upgrade reached authentication and failed it (the specification's 4401). */
-  unauthorized: 4401,
-  /** Authenticated, but the terminal or this session's source is not allowed any more. */
-  forbidden: 4403,
-  /** No such session in the caller's scope. */
-  notFound: 4404,
-  /** The client broke the protocol. */
-  badMessage: 4400,
-} as const;
+/** How often an open connection's access is decided again when it sends nothing (input is checked as it arrives). */
+export const ACCESS_RECHECK_MS = 10_000;
 
 const ClientMessage = TypeCompiler.Compile(
   Type.Union([
@@ -35,6 +28,8 @@ export interface TerminalSocketOptions {
   platform: Platform;
   terminal: TerminalService;
   rejections: RejectionLog;
+  /** How often an idle connection's access is re-checked; ACCESS_RECHECK_MS by default. */
+  accessRecheckMs?: number;
 }
 
 /**
@@ -63,22 +58,12 @@ export function terminalUpgradeHandler(options: TerminalSocketOptions) {
 
 async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: TerminalUpgrade): Promise<void> {
   const { platform, terminal } = options;
-  let caller: ProjectCaller;
-  try {
-    caller = await platform.callers.resolveInProject(cookieValue(upgrade.cookie, SESSION_COOKIE));
-    if (!platform.callers.packageVisible(caller, AGENT_PACKAGE) || !can(caller, FEATURES.terminalRead)) throw new Error("terminal not visible");
-  } catch {
-    ws.close(CLOSE.unauthorized, "Unauthorized");
+  const access = await decideViewAccess(platform, terminal, upgrade);
+  if (!access.allowed) {
+    ws.close(access.code, access.reason);
     return;
   }
-  const { namespace, supervising } = terminal.namespace(caller, upgrade, upgrade.sessionId);
-  const session = terminal.sessions.get({ ...namespace, id: upgrade.sessionId });
-  const narrowed = await terminal.narrowed(caller, session);
-  // The owner cannot reopen a narrowed session. A supervisor still may, to see what it shows before terminating it, but only to watch.
-  if (narrowed && !supervising) {
-    ws.close(CLOSE.forbidden, "This session's source no longer allows you to open it");
-    return;
-  }
+  const { caller, session } = access;
   if (ws.readyState !== ws.OPEN || session.destroyed) return;
   const view = session.attach(
     {
@@ -86,17 +71,39 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
       control: (message) => ws.send(JSON.stringify(message)),
       close: (code, reason) => ws.close(code, reason),
     },
-    { userId: caller.user.id, canWrite: can(caller, FEATURES.coreExecute) && !narrowed, since: upgrade.since },
+    { userId: caller.user.id, canWrite: access.canWrite, since: upgrade.since },
   );
   audit(platform, caller, session, "attach");
-  ws.on("message", (data, isBinary) => onMessage(session, view, ws, isBinary ? null : data.toString()));
+  // Access is decided again before input, resize and take control, and every accessRecheckMs for a view that only watches:
+  // a user logged out, removed, demoted or narrowed loses the view as a fresh connect would be refused.
+  const gate = new AccessGate(async () => {
+    if (view.closed || session.destroyed) return false;
+    const now = await decideViewAccess(platform, terminal, upgrade).catch((error: unknown) => {
+      console.error("hatch: could not re-check a terminal connection's access", error);
+      return { allowed: false as const, code: 1011, reason: "" };
+    });
+    if (!now.allowed || now.session !== session) {
+      audit(platform, caller, session, "access_lost");
+      ws.close(now.allowed ? CLOSE.notFound : now.code, now.allowed ? "" : now.reason);
+      return false;
+    }
+    if (view.canWrite && !now.canWrite) {
+      session.views.demote(view);
+      audit(platform, caller, session, "demoted");
+    }
+    return true;
+  });
+  const recheck = setInterval(() => gate.run(() => {}), options.accessRecheckMs ?? ACCESS_RECHECK_MS);
+  recheck.unref?.();
+  ws.on("message", (data, isBinary) => onMessage(session, view, ws, gate, isBinary ? null : data.toString()));
   ws.on("close", () => {
+    clearInterval(recheck);
     session.detach(view);
     audit(platform, caller, session, "detach");
   });
 }
 
-function onMessage(session: PtySession, view: View, ws: WebSocket, text: string | null): void {
+function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessGate, text: string | null): void {
   let message: unknown;
   try {
     message = text === null ? null : JSON.parse(text);
@@ -109,19 +116,18 @@ function onMessage(session: PtySession, view: View, ws: WebSocket, text: string 
   }
   switch (message.type) {
     case "input":
-      return session.input(view, message.data);
+      return gate.run(() => session.input(view, message.data));
     case "resize":
-      session.resize(view, message.cols, message.rows);
-      return;
+      return gate.run(() => session.resize(view, message.cols, message.rows));
     case "takeControl":
-      session.views.takeControl(view);
-      return;
+      return gate.run(() => session.views.takeControl(view));
     case "ack":
+      // An ack carries no authority: it only lets output flow to this view.
       return session.views.ack(view, message.bytes);
   }
 }
 
-function audit(platform: Platform, caller: ProjectCaller, session: PtySession, event: "attach" | "detach"): void {
+function audit(platform: Platform, caller: ProjectCaller, session: PtySession, event: "attach" | "detach" | "access_lost" | "demoted"): void {
   // A detach can fire while the server shuts down, after the database closed; losing that line beats crashing.
   tryWrite(() => platform.audit.write({
     action: "terminal.session",
@@ -139,9 +145,4 @@ function tryWrite(write: () => void): void {
   } catch (error) {
     console.error("hatch: could not write a terminal audit entry", error);
   }
-}
-
-function closeCodeFor(error: unknown): number {
-  if (error instanceof HatchError) return error.status === 404 ? CLOSE.notFound : error.status === 401 ? CLOSE.unauthorized : CLOSE.forbidden;
-  return 1011;
 }

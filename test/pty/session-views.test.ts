@@ -110,4 +110,30 @@ describe("session views", () => {
     expect(closes).toEqual([[1011, "The screen could not be sent"]]);
     expect(errors).toEqual([expect.stringContaining("hatch: cannot send session s a snapshot: Error: Cannot snapshot screen: the parser thread is stopped")]);
   });
+
+  test("a demoted view is told readOnly, passes the lease on, and cannot take it back", async () => {
+    const { set, pauses } = views();
+    const holderSink = recordingSink();
+    const holder = set.attach(holderSink, { userId: "u", canWrite: true });
+    const reader = set.attach(recordingSink(), { userId: "r", canWrite: false });
+    const next = set.attach(recordingSink(), { userId: "w", canWrite: true });
+    await waitFor(() => holderSink.controls.some((c) => c.type === "snapshot"), "the snapshot");
+    // The holder is paused on a flood when it is demoted: the PTY must not stay paused for a view that can no longer drive it.
+    set.broadcast(new Uint8Array(HIGH_WATERMARK_BYTES + 1));
+    expect(pauses).toEqual(["pause"]);
+    set.demote(holder);
+    expect(holderSink.controls.at(-2)).toEqual({ type: "readOnly" });
+    expect(set.leaseHolder).toBe(next);
+    expect(pauses).toEqual(["pause", "resume"]);
+    expect(set.takeControl(holder)).toBe(false);
+    expect(set.mayDrive(holder, "\x03")).toBe(false);
+    // Demoting a view that does not hold the lease leaves the lease where it is.
+    const third = set.attach(recordingSink(), { userId: "t", canWrite: true });
+    set.demote(third);
+    expect(set.leaseHolder).toBe(next);
+    // With no writable view left, nobody holds it.
+    set.demote(next);
+    expect(set.leaseHolder).toBe(null);
+    expect(set.takeControl(reader)).toBe(false);
+  });
 });

@@ -1,0 +1,56 @@
+import { AGENT_PACKAGE, can, FEATURES, HatchError, SESSION_COOKIE, type Platform, type ProjectCaller } from "../platform/index.ts";
+import type { PtySession } from "../pty/index.ts";
+import type { TerminalService } from "./terminal-service.ts";
+import { cookieValue, type TerminalUpgrade } from "./upgrade-request.ts";
+
+/** Close codes of the terminal WebSocket (4000-4999 belong to the application). */
+export const CLOSE = {
+  /** The upgrade reached authentication and failed it (the specification's 4401). */
+  unauthorized: 4401,
+  /** Authenticated, but the terminal or this session's source is not allowed any more. */
+  forbidden: 4403,
+  /** No such session in the caller's scope. */
+  notFound: 4404,
+  /** The client broke the protocol. */
+  badMessage: 4400,
+} as const;
+
+/** What a terminal connection may do right now. */
+export type ViewAccess =
+  | { allowed: true; caller: ProjectCaller; session: PtySession; canWrite: boolean }
+  | { allowed: false; code: number; reason: string };
+
+/**
+ * Decide what the connection behind `upgrade` may do, from the cookie and the
+ * database as they are now: signed in, a member with terminal.read in a
+ * project where the package is visible, the session addressable (agent axis,
+ * supervise), and, for the session's owner, a source that still allows it.
+ * The same rules decide the connect and every later re-check, so a view never
+ * keeps more than a fresh connect would get.
+ */
+export async function decideViewAccess(platform: Platform, terminal: TerminalService, upgrade: TerminalUpgrade): Promise<ViewAccess> {
+  let caller: ProjectCaller;
+  try {
+    caller = await platform.callers.resolveInProject(cookieValue(upgrade.cookie, SESSION_COOKIE));
+    if (!platform.callers.packageVisible(caller, AGENT_PACKAGE) || !can(caller, FEATURES.terminalRead)) throw new Error("terminal not visible");
+  } catch {
+    return { allowed: false, code: CLOSE.unauthorized, reason: "Unauthorized" };
+  }
+  try {
+    const { namespace, supervising } = terminal.namespace(caller, upgrade, upgrade.sessionId);
+    const session = terminal.sessions.get({ ...namespace, id: upgrade.sessionId });
+    const narrowed = await terminal.narrowed(caller, session);
+    // The owner cannot open a narrowed session. A supervisor still may, to see what it shows before terminating it, but only to watch.
+    if (narrowed && !supervising) return { allowed: false, code: CLOSE.forbidden, reason: "This session's source no longer allows you to open it" };
+    return { allowed: true, caller, session, canWrite: can(caller, FEATURES.coreExecute) && !narrowed };
+  } catch (error) {
+    if (error instanceof HatchError) return { allowed: false, code: closeCodeFor(error), reason: "" };
+    throw error;
+  }
+}
+
+/** The close code for an error met while connecting. */
+export function closeCodeFor(error: unknown): number {
+  if (error instanceof HatchError) return error.status === 404 ? CLOSE.notFound : error.status === 401 ? CLOSE.unauthorized : CLOSE.forbidden;
+  return 1011;
+}
