@@ -1,4 +1,4 @@
-import { and, eq, or } from "drizzle-orm";
+import { and, eq, or, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { agents } from "../db/index.ts";
 import { badRequest, conflict } from "./errors.ts";
@@ -18,7 +18,12 @@ const AGENT_NAME = /^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/;
 
 /** The agent store of every project. */
 export class Agents {
-  constructor(private readonly db: Db) {}
+  /** Prepared once: a request that names an agent resolves it. */
+  readonly #byId;
+
+  constructor(private readonly db: Db) {
+    this.#byId = db.select().from(agents).where(and(eq(agents.id, sql.placeholder("agentId")), eq(agents.projectId, sql.placeholder("projectId")))).prepare();
+  }
 
   /** Create an agent owned by a member. */
   create(projectId: string, name: string, ownerUserId: string, shared = false): Agent {
@@ -49,13 +54,13 @@ export class Agents {
    * the agent, or null for every kind of "no" so callers cannot tell them apart.
    */
   usable(projectId: string, userId: string, agentId: string): Agent | null {
-    const agent = this.db.select().from(agents).where(and(eq(agents.id, agentId), eq(agents.projectId, projectId))).get();
+    const agent = this.get(projectId, agentId);
     if (!agent) return null;
     return agent.ownerUserId === userId || agent.shared ? agent : null;
   }
 
   /** The agent with this id in the project, regardless of who may use it (supervision). */
   get(projectId: string, agentId: string): Agent | null {
-    return this.db.select().from(agents).where(and(eq(agents.id, agentId), eq(agents.projectId, projectId))).get() ?? null;
+    return this.#byId.get({ agentId, projectId }) ?? null;
   }
 }

@@ -1,4 +1,4 @@
-import { and, eq, gt, lte } from "drizzle-orm";
+import { and, eq, gt, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { authSessions } from "../db/index.ts";
 import { randomToken, sha256Hex } from "./ids.ts";
@@ -25,11 +25,20 @@ export interface AuthSession {
  * SHA-256 is stored, so a database leak does not hand out live cookies.
  */
 export class AuthSessions {
+  /** Prepared once: every request, and every keystroke of a terminal, resolves its cookie. */
+  readonly #live;
+
   constructor(
     private readonly db: Db,
     private readonly ttlMs: number,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.#live = db
+      .select()
+      .from(authSessions)
+      .where(and(eq(authSessions.id, sql.placeholder("id")), gt(authSessions.expiresAt, sql.placeholder("now"))))
+      .prepare();
+  }
 
   /** Start a session; returns the cookie value (shown to the browser once). */
   async create(userId: string, projectId: string | null): Promise<{ token: string; expiresAt: number }> {
@@ -43,11 +52,7 @@ export class AuthSessions {
   /** The live session behind a cookie value, or null (unknown, tampered or expired). */
   async resolve(token: string | undefined): Promise<AuthSession | null> {
     if (!token || token.length > 128) return null;
-    const row = this.db
-      .select()
-      .from(authSessions)
-      .where(and(eq(authSessions.id, await sha256Hex(token)), gt(authSessions.expiresAt, this.now())))
-      .get();
+    const row = this.#live.get({ id: await sha256Hex(token), now: this.now() });
     return row ? { id: row.id, userId: row.userId, projectId: row.projectId, expiresAt: row.expiresAt } : null;
   }
 

@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { members, projects, roleFeatures, roles } from "../db/index.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
@@ -23,7 +23,18 @@ const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** Projects and their members. Creating a project seeds its roles and default grants. */
 export class Projects {
-  constructor(private readonly db: Db) {}
+  /** Prepared once: every request reads its project and its caller's role. */
+  readonly #byId;
+  readonly #roleOf;
+
+  constructor(private readonly db: Db) {
+    this.#byId = db.select().from(projects).where(eq(projects.id, sql.placeholder("id"))).prepare();
+    this.#roleOf = db
+      .select({ role: members.role })
+      .from(members)
+      .where(and(eq(members.projectId, sql.placeholder("projectId")), eq(members.userId, sql.placeholder("userId"))))
+      .prepare();
+  }
 
   /** Create a project owned by `ownerUserId`, with the built-in roles and their default grants. */
   create(slug: string, name: string, ownerUserId: string): Project {
@@ -46,7 +57,7 @@ export class Projects {
 
   /** The project with this id, or null. */
   get(id: string): Project | null {
-    return this.db.select().from(projects).where(eq(projects.id, id)).get() ?? null;
+    return this.#byId.get({ id }) ?? null;
   }
 
   /** The project with this slug, or null. */
@@ -74,12 +85,7 @@ export class Projects {
 
   /** The role a user holds in a project, or null when not a member. */
   roleOf(projectId: string, userId: string): string | null {
-    const row = this.db
-      .select({ role: members.role })
-      .from(members)
-      .where(and(eq(members.projectId, projectId), eq(members.userId, userId)))
-      .get();
-    return row?.role ?? null;
+    return this.#roleOf.get({ projectId, userId })?.role ?? null;
   }
 
   /** Every project a user belongs to, with the role held there. */

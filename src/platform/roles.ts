@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { packageAccess, roleFeatures, roles } from "../db/index.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
@@ -13,7 +13,22 @@ export interface RoleGrants {
 
 /** Roles, their feature grants, and package-access features of a project. */
 export class Roles {
-  constructor(private readonly db: Db) {}
+  /** Prepared once: every request reads its caller's grants and the package's access feature. */
+  readonly #grants;
+  readonly #accessFeature;
+
+  constructor(private readonly db: Db) {
+    this.#grants = db
+      .select({ feature: roleFeatures.feature })
+      .from(roleFeatures)
+      .where(and(eq(roleFeatures.projectId, sql.placeholder("projectId")), eq(roleFeatures.role, sql.placeholder("role"))))
+      .prepare();
+    this.#accessFeature = db
+      .select({ feature: packageAccess.feature })
+      .from(packageAccess)
+      .where(and(eq(packageAccess.projectId, sql.placeholder("projectId")), eq(packageAccess.packageSlug, sql.placeholder("packageSlug"))))
+      .prepare();
+  }
 
   /** Create a custom role; it starts with no features. */
   add(projectId: string, name: string): RoleGrants {
@@ -56,12 +71,7 @@ export class Roles {
 
   /** The features granted to a role. */
   featuresOf(projectId: string, role: string): Set<string> {
-    const rows = this.db
-      .select({ feature: roleFeatures.feature })
-      .from(roleFeatures)
-      .where(and(eq(roleFeatures.projectId, projectId), eq(roleFeatures.role, role)))
-      .all();
-    return new Set(rows.map((r) => r.feature));
+    return new Set(this.#grants.all({ projectId, role }).map((r) => r.feature));
   }
 
   /** Attach a package-access feature: roles without it no longer see the package. */
@@ -90,12 +100,7 @@ export class Roles {
 
   /** The feature guarding a package, or null when the package is open to every role. */
   packageAccessFeature(projectId: string, packageSlug: string): string | null {
-    const row = this.db
-      .select({ feature: packageAccess.feature })
-      .from(packageAccess)
-      .where(and(eq(packageAccess.projectId, projectId), eq(packageAccess.packageSlug, packageSlug)))
-      .get();
-    return row?.feature ?? null;
+    return this.#accessFeature.get({ projectId, packageSlug })?.feature ?? null;
   }
 
   #exists(projectId: string, name: string): boolean {

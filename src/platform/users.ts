@@ -1,4 +1,4 @@
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { users } from "../db/index.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
@@ -20,8 +20,12 @@ export const MIN_PASSWORD_LENGTH = 8;
 export class Users {
   /** A real hash verified for unknown emails, so both 401 paths cost the same time. */
   #decoyHash: Promise<string> | null = null;
+  /** Prepared once: every request resolves its user. Never reads the password hash. */
+  readonly #byId;
 
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: Db) {
+    this.#byId = db.select({ id: users.id, email: users.email, createdAt: users.createdAt }).from(users).where(eq(users.id, sql.placeholder("id"))).prepare();
+  }
 
   /** Create a user; the email is normalised to lower case. */
   async create(email: string, password: string): Promise<User> {
@@ -38,8 +42,7 @@ export class Users {
 
   /** The user with this id, or null. */
   get(id: string): User | null {
-    const row = this.db.select().from(users).where(eq(users.id, id)).get();
-    return row ? publicUser(row) : null;
+    return this.#byId.get({ id }) ?? null;
   }
 
   /** The user with this email, or null. */

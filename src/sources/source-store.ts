@@ -1,4 +1,4 @@
-import { and, eq } from "drizzle-orm";
+import { and, eq, sql } from "drizzle-orm";
 import { isAbsolute } from "node:path";
 import { sourceRules, sources, type Db } from "../db/index.ts";
 import { badRequest, conflict, newId, notFound } from "../platform/index.ts";
@@ -47,7 +47,14 @@ const DEFAULT_CONNECTOR: Record<SourceKind, string> = { local: "fs", host: "host
 
 /** Sources of every project and their URI-policy rules. */
 export class SourceStore {
-  constructor(private readonly db: Db) {}
+  /** Prepared once: a terminal re-reads its source and rules before each keystroke (src/terminal/view-access.ts). */
+  readonly #bySlug;
+  readonly #rules;
+
+  constructor(private readonly db: Db) {
+    this.#bySlug = db.select().from(sources).where(and(eq(sources.projectId, sql.placeholder("projectId")), eq(sources.slug, sql.placeholder("slug")))).prepare();
+    this.#rules = db.select().from(sourceRules).where(eq(sourceRules.sourceId, sql.placeholder("sourceId"))).prepare();
+  }
 
   /** Add a source. Local and host sources need an absolute root. */
   add(projectId: string, input: NewSource): Source {
@@ -81,7 +88,7 @@ export class SourceStore {
 
   /** The source with this slug, or null. */
   bySlug(projectId: string, slug: string): Source | null {
-    return (this.db.select().from(sources).where(and(eq(sources.projectId, projectId), eq(sources.slug, slug))).get() as Source | undefined) ?? null;
+    return (this.#bySlug.get({ projectId, slug }) as Source | undefined) ?? null;
   }
 
   /** The source with this slug, or 404. */
@@ -133,7 +140,7 @@ export class SourceStore {
 
   /** Every rule of a source. */
   rules(sourceId: string): SourceRule[] {
-    return this.db.select().from(sourceRules).where(eq(sourceRules.sourceId, sourceId)).all() as SourceRule[];
+    return this.#rules.all({ sourceId }) as SourceRule[];
   }
 
   /** Mark a source's defaults as seeded. */
