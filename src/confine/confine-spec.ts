@@ -108,7 +108,7 @@ function resolveRoots(spec: ConfineSpec, deny: string[]): ConfineRoot[] {
   }
   return [...byPath]
     .map(([path, write]) => ({ path, write }))
-    .sort((a, b) => depth(a.path) - depth(b.path) || a.path.localeCompare(b.path));
+    .sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
 }
 
 function resolveScratch(path: string): string {
@@ -124,7 +124,8 @@ function resolveScratch(path: string): string {
   return resolved;
 }
 
-const depth = (path: string) => (path === "/" ? 0 : path.split("/").length - 1);
+/** How many names deep an absolute path is ("/" is 0): roots are mounted shallowest first. */
+export const pathDepth = (path: string) => (path === "/" ? 0 : path.split("/").length - 1);
 
 function real(path: string, what: string): string {
   try {

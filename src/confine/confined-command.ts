@@ -7,7 +7,7 @@ import { lstatSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type BwrapLayout, bwrapArgs, type HiddenPath } from "./bwrap-args.ts";
 import { confinementUnavailable, confinementUnsupported } from "./confine-errors.ts";
-import { type ConfineSpec, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
+import { type ConfineSpec, pathDepth, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
 import { formatHelperArgs, type HelperArgs } from "./helper-args.ts";
 import { HOST_SECRET_PATHS } from "./host-secrets.ts";
 import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";
@@ -141,7 +141,35 @@ function bwrapLayout(spec: ResolvedSpec, secrets: HiddenPath[], helper: HelperCo
   // The helper must stay reachable even if Bun or the script lives under a hidden dir.
   const hidden = [...hide, ...secrets.map((s) => s.path)];
   const expose = [helper.bun, dirOf(helper.script)].filter((p) => hidden.some((h) => isWithin(p, h)));
-  return { hide, conceal: secrets, expose, roots: spec.roots, deny: existing(spec.deny), scratch: spec.scratch, newSession };
+  return { hide, conceal: secrets, expose, roots: pinReadOnlyParents(spec.roots), deny: existing(spec.deny), scratch: spec.scratch, newSession };
+}
+
+/**
+ * Inside bwrap a read-only sub-root of a writable root is a read-only bind
+ * mount, and Landlock leaves the writable root whole (so its top level stays
+ * usable). A mount point itself cannot be renamed, but the directories above
+ * it can: `mv lib lib.moved; mkdir -p lib/vendor` would put a writable
+ * directory where the read-only rule stands. So every directory between the
+ * writable root and the read-only sub-root is bound onto itself as well,
+ * making each a mount point that cannot be renamed or removed (EBUSY).
+ */
+function pinReadOnlyParents(roots: ResolvedSpec["roots"]): ResolvedSpec["roots"] {
+  const pinned = new Map(roots.map((root) => [root.path, root]));
+  for (const readOnly of roots.filter((r) => !r.write)) {
+    const writable = roots.filter((r) => r.write && isStrictlyWithin(readOnly.path, r.path)).map((r) => r.path);
+    if (writable.length === 0) continue;
+    // The innermost writable root: the directories below it down to the read-only root.
+    const base = writable.reduce((a, b) => (b.length > a.length ? b : a));
+    for (let dir = parentOf(readOnly.path); isStrictlyWithin(dir, base); dir = parentOf(dir)) {
+      if (!pinned.has(dir)) pinned.set(dir, { path: dir, write: true });
+    }
+  }
+  return [...pinned.values()].sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
+}
+
+function parentOf(path: string): string {
+  const at = path.lastIndexOf("/");
+  return at <= 0 ? "/" : path.slice(0, at);
 }
 
 /** The paths that exist, real, with their kind (only those can be covered by a mount). */

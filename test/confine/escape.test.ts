@@ -185,6 +185,22 @@ describe.each(MODES)("confined bash (%s)", (mode) => {
     expect(readFileSync(join(rw, "new.txt"), "utf8")).toBe("x\n");
   });
 
+  test("a read-only rule deeper below a writable root cannot be side-stepped by renaming a directory above it", async () => {
+    await using sb = await Sandbox.create(mode);
+    const ro = join(sb.root, "lib", "vendor");
+    await Bun.write(join(ro, "file.txt"), "orig");
+    await Bun.write(join(sb.root, "lib", "own.txt"), "orig");
+    const r = await sb.run(`mv lib lib.moved 2>/dev/null && echo MOVED; rmdir lib 2>/dev/null && echo REMOVED; mkdir -p lib/vendor 2>/dev/null; echo evil > lib/vendor/file.txt 2>/dev/null && echo REPLACED; echo ${END}`, {
+      roots: [
+        { path: sb.root, write: true },
+        { path: ro, write: false },
+      ],
+    });
+    expect(r.stdout).toBe(`${END}\n`);
+    expect(readFileSync(join(ro, "file.txt"), "utf8")).toBe("orig");
+    expect(sb.hostHas(join(sb.root, "lib.moved"))).toBe(false);
+  });
+
   test("a deny path is unreadable while its siblings stay readable, even with the scratch dir inside it", async () => {
     await using sb = await Sandbox.create(mode);
     const privateDir = join(sb.visible, "private");
@@ -207,6 +223,15 @@ describe.each(MODES)("confined bash (%s)", (mode) => {
     expect(r.stdout).toBe("RW-OK\n");
     expect(readFileSync(join(inner, "db.sqlite"), "utf8")).toBe("db-bytes");
     expect(sb.hostHas(join(inner, "planted"))).toBe(false);
+  });
+
+  test("the directory above a deny path inside the writable root cannot be renamed away", async () => {
+    await using sb = await Sandbox.create(mode);
+    const inner = join(sb.root, "srv", "data");
+    await Bun.write(join(inner, "db.sqlite"), "db-bytes");
+    const r = await sb.run(`mv srv srv.moved 2>/dev/null && echo MOVED; mkdir -p srv/data 2>/dev/null; echo x > srv/data/db.sqlite 2>/dev/null && echo REPLACED; echo ${END}`, { deny: [sb.data, inner] });
+    expect(r.stdout).toBe(`${END}\n`);
+    expect(readFileSync(join(inner, "db.sqlite"), "utf8")).toBe("db-bytes");
   });
 
   test("a host-secret dir is hidden, but a root below it shows through and stays writable", async () => {
