@@ -1,5 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { createApp, MAX_REQUEST_BODY_BYTES } from "./app.ts";
 import { localUrl, type HatchConfig } from "./config.ts";
 import { openDatabase, type OpenDatabase } from "./db/index.ts";
@@ -28,6 +29,8 @@ export interface Hatch {
 
 /** Name of the SQLite file inside the data dir. */
 export const DATABASE_FILE = "hatch.db";
+/** The checkout or install this server runs from: its code runs as the service, so no tab may write it. */
+const INSTALL_DIR = fileURLToPath(new URL("..", import.meta.url));
 
 /**
  * The composition root: config -> database -> platform -> parts -> app -> listen.
@@ -45,6 +48,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   const terminal = createTerminalPart({
     platform,
     dataDir: config.dataDir,
+    installDir: INSTALL_DIR,
     inContainer: config.inContainer,
     osMounts: config.osMounts,
     shellOverride: config.shell,

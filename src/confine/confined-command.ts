@@ -6,7 +6,7 @@
 import { lstatSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type BwrapLayout, bwrapArgs, type HiddenPath } from "./bwrap-args.ts";
-import { confinementUnavailable, confinementUnsupported } from "./confine-errors.ts";
+import { confinementUnavailable, confinementUnsupported, rootInvalid } from "./confine-errors.ts";
 import { type ConfineSpec, pathDepth, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
 import { formatHelperArgs, type HelperArgs } from "./helper-args.ts";
 import { HOST_SECRET_PATHS } from "./host-secrets.ts";
@@ -34,6 +34,14 @@ export interface PlanOptions {
   minLandlockAbi?: number;
   /** Host paths hidden unless a root lies below them (default `HOST_SECRET_PATHS`). */
   hostSecrets?: readonly string[];
+  /**
+   * Host paths the program must never write, such as the service's own code
+   * (a tab that could edit it would run as the service at its next start).
+   * The helper's Bun and script are always among them: planted code there
+   * would run before Landlock. Carved read-only out of a writable root that
+   * contains one; a writable root inside one is refused (`root_invalid`).
+   */
+  neverWritable?: readonly string[];
 }
 
 /** What to spawn. Pass `env` exactly (never merge in the server's) and only fds 0, 1, 2. */
@@ -95,7 +103,7 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
       abiMin,
     });
   }
-  const resolved = resolveConfineSpec(spec);
+  const resolved = keepReadOnly(resolveConfineSpec(spec), [options.helper.bun, dirOf(options.helper.script), ...(options.neverWritable ?? [])]);
   const secrets = existing(options.hostSecrets ?? HOST_SECRET_PATHS);
   const bwrap = options.preferBwrap !== false ? probe.bwrapPath : null;
   const newSession = options.newSession ?? false;
@@ -145,6 +153,23 @@ function bwrapLayout(spec: ResolvedSpec, secrets: HiddenPath[], helper: HelperCo
 }
 
 /**
+ * The spec with each never-writable path that lies in a writable root added as
+ * a read-only root of its own (the compiler and bwrap then carve it out, as
+ * any read-only rule below a writable one). A writable root at or inside such
+ * a path cannot be carved that way and is refused.
+ */
+function keepReadOnly(spec: ResolvedSpec, neverWritable: readonly string[]): ResolvedSpec {
+  const roots = [...spec.roots];
+  for (const path of neverWritable.flatMap((p) => existing([p]).map((e) => e.path))) {
+    const inside = roots.find((r) => r.write && isWithin(r.path, path));
+    if (inside) throw rootInvalid(`Cannot make root "${inside.path}" writable: it lies inside "${path}", which confined programs must never write`, { path: inside.path });
+    if (roots.some((r) => r.write && isStrictlyWithin(path, r.path)) && !roots.some((r) => r.path === path)) roots.push({ path, write: false });
+  }
+  roots.sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
+  return { ...spec, roots };
+}
+
+/**
  * Inside bwrap a read-only sub-root of a writable root is a read-only bind
  * mount, and Landlock leaves the writable root whole (so its top level stays
  * usable). A mount point itself cannot be renamed, but the directories above
@@ -156,11 +181,11 @@ function bwrapLayout(spec: ResolvedSpec, secrets: HiddenPath[], helper: HelperCo
 function pinReadOnlyParents(roots: ResolvedSpec["roots"]): ResolvedSpec["roots"] {
   const pinned = new Map(roots.map((root) => [root.path, root]));
   for (const readOnly of roots.filter((r) => !r.write)) {
-    const writable = roots.filter((r) => r.write && isStrictlyWithin(readOnly.path, r.path)).map((r) => r.path);
-    if (writable.length === 0) continue;
-    // The innermost writable root: the directories below it down to the read-only root.
-    const base = writable.reduce((a, b) => (b.length > a.length ? b : a));
-    for (let dir = parentOf(readOnly.path); isStrictlyWithin(dir, base); dir = parentOf(dir)) {
+    // The innermost root around it decides: inside a read-only one nothing can be renamed anyway.
+    const around = roots.filter((r) => isStrictlyWithin(readOnly.path, r.path));
+    const base = around.reduce<ResolvedSpec["roots"][number] | null>((a, b) => (a === null || b.path.length > a.path.length ? b : a), null);
+    if (!base?.write) continue;
+    for (let dir = parentOf(readOnly.path); isStrictlyWithin(dir, base.path); dir = parentOf(dir)) {
       if (!pinned.has(dir)) pinned.set(dir, { path: dir, write: true });
     }
   }

@@ -16,6 +16,8 @@ export interface ConfinementOptions {
   probe: ConfinementProbe;
   /** Layer bubblewrap when it works (HATCH_CONFINEMENT=landlock turns it off). */
   preferBwrap: boolean;
+  /** Paths no confined program may write: the service's own install. */
+  neverWritable: readonly string[];
 }
 
 /**
@@ -24,7 +26,7 @@ export interface ConfinementOptions {
  * returning an unconfined command.
  */
 export function createConfinement(options: ConfinementOptions): Confinement {
-  const { probe, preferBwrap } = options;
+  const { probe, preferBwrap, neverWritable } = options;
   const plan = (newSession: boolean): ConfinePlanner => (launch: LaunchSpec) =>
     planConfinedCommand(
       {
@@ -37,7 +39,7 @@ export function createConfinement(options: ConfinementOptions): Confinement {
         env: launch.env,
       },
       probe,
-      { helper: defaultLandlockHelper(), preferBwrap, newSession },
+      { helper: defaultLandlockHelper(), preferBwrap, newSession, neverWritable },
     );
   return {
     status: () => {

@@ -23,6 +23,8 @@ import { terminalUpgradeHandler } from "./terminal-socket.ts";
 export interface TerminalPartOptions {
   platform: Platform;
   dataDir: string;
+  /** The service's own code (the checkout or install): readable from tabs, never writable. */
+  installDir: string;
   inContainer: boolean;
   osMounts: string[];
   shellOverride: string | null;
@@ -59,7 +61,7 @@ export interface TerminalPart {
 export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   const { platform } = options;
   const protectedPaths = [options.dataDir];
-  const confinement = createConfinement({ probe: options.probe, preferBwrap: options.preferBwrap });
+  const confinement = createConfinement({ probe: options.probe, preferBwrap: options.preferBwrap, neverWritable: [options.installDir] });
   const backend = options.ptyBackend === "bun-pty" ? bunPtyBackend : bunTerminalBackend;
   const parser = new ParserThread();
   const sessions = new SessionManager({

@@ -4,8 +4,8 @@
  * filesystem: the file must not appear.
  */
 import { describe, expect, test } from "bun:test";
-import { chmodSync, closeSync, openSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { chmodSync, closeSync, copyFileSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { defaultLandlockHelper } from "../../src/confine/index.ts";
 import { isAlive } from "../helpers/workflows.ts";
 import { FAKE_TOKEN_VALUE, MODES, probeName, runCommand, Sandbox } from "./sandbox-fixture.ts";
@@ -199,6 +199,29 @@ describe.each(MODES)("confined bash (%s)", (mode) => {
     expect(r.stdout).toBe(`${END}\n`);
     expect(readFileSync(join(ro, "file.txt"), "utf8")).toBe("orig");
     expect(sb.hostHas(join(sb.root, "lib.moved"))).toBe(false);
+  });
+
+  test("the helper and the service's own code stay read-only when a writable root contains them", async () => {
+    await using sb = await Sandbox.create(mode);
+    // An install inside a source root: the helper's files and the service's code, copied into the writable root.
+    const install = join(sb.root, "hatch");
+    const helperDir = join(install, "src", "confine");
+    mkdirSync(helperDir, { recursive: true });
+    const real = defaultLandlockHelper();
+    for (const name of readdirSync(dirname(real.script)).filter((n) => n.endsWith(".ts"))) copyFileSync(join(dirname(real.script), name), join(helperDir, name));
+    await Bun.write(join(install, "src", "main.ts"), "// service code\n");
+    const helper = { bun: real.bun, script: join(helperDir, "landlock-exec.ts") };
+    const options = { helper, neverWritable: [install] };
+    const r = await sb.run(
+      `echo 'console.error("PLANTED")' >> hatch/src/confine/landlock-exec.ts 2>/dev/null && echo W1; echo x >> hatch/src/main.ts 2>/dev/null && echo W2; mv hatch hatch.moved 2>/dev/null && echo MOVED; echo ${END}`,
+      {},
+      { options },
+    );
+    expect(r.stdout).toBe(`${END}\n`);
+    expect(readFileSync(join(install, "src", "main.ts"), "utf8")).toBe("// service code\n");
+    // The next confined spawn runs the helper as it was.
+    const next = await sb.run(`echo NEXT-OK`, {}, { options });
+    expect({ out: next.stdout, err: next.stderr }).toEqual({ out: "NEXT-OK\n", err: "" });
   });
 
   test("a deny path is unreadable while its siblings stay readable, even with the scratch dir inside it", async () => {

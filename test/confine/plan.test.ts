@@ -124,6 +124,15 @@ describe("refused roots (root_invalid, before anything is spawned)", () => {
     expect(refusal(() => planConfinedCommand(spec, LINUX, { helper }))).toEqual({ code: "root_invalid", status: 400 });
   });
 
+  test("a writable root at or inside a never-writable path (the service's own install)", async () => {
+    await using sb = await layout();
+    mkdirSync(join(sb.root, "inner"));
+    for (const path of [sb.root, join(sb.root, "inner")]) {
+      const spec = { ...sb.spec(), roots: [{ path, write: true }], cwd: path };
+      expect(refusal(() => planConfinedCommand(spec, LINUX, { helper, neverWritable: [sb.root] }))).toEqual({ code: "root_invalid", status: 400 });
+    }
+  });
+
   test("a root passing through a symlink that leads out and back in", async () => {
     await using sb = await layout();
     mkdirSync(join(sb.root, "inner"));
