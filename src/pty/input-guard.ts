@@ -195,16 +195,27 @@ export class InputGuard {
     this.#flush();
     const typed = this.#continued + this.#buffer;
     if (this.#overflow || this.#continued.length > MAX_CONTINUED_CHARS) return this.#decide(terminator, { blocked: true, reason: "line too long to screen" }, typed, keepLine);
-    if (!this.#edited || this.#options.fullScreen?.()) return this.#decide(terminator, this.#checkLine(typed), typed, keepLine);
-    return this.#screenEdited(typed).then(([verdict, line]) => this.#decide(terminator, verdict, line, keepLine));
+    // A paste carries line-edit keys literally, but a reader without readline (dash, bash --noediting)
+    // gets them in cooked mode, where the tty applies them: check the line as both would read it.
+    const cooked = applyLineEdits(typed);
+    const readings = cooked === typed ? [typed] : [typed, cooked];
+    if (!this.#edited || this.#options.fullScreen?.()) {
+      const [verdict, line] = this.#firstBlocked(readings, typed);
+      return this.#decide(terminator, verdict, line, keepLine);
+    }
+    return this.#screenEdited(typed, readings).then(([verdict, line]) => this.#decide(terminator, verdict, line, keepLine));
   }
 
   /** Check what was typed and what the screen shows, once the shell's echo has arrived. */
-  async #screenEdited(typed: string): Promise<[LineVerdict, string]> {
+  async #screenEdited(typed: string, readings: string[]): Promise<[LineVerdict, string]> {
     await withTimeout(this.#options.settled(), this.#echoWaitMs);
     const screen = (await this.#options.currentLine()).trimEnd();
-    const candidates = [typed, screen, ...promptSuffixes(screen).map((s) => this.#continued + s)];
-    for (const line of candidates) {
+    return this.#firstBlocked([...readings, screen, ...promptSuffixes(screen).map((s) => this.#continued + s)], typed);
+  }
+
+  /** The first reading of a line that is blocked, or "allowed" for `typed`. */
+  #firstBlocked(readings: string[], typed: string): [LineVerdict, string] {
+    for (const line of readings) {
       const verdict = this.#checkLine(line);
       if (verdict.blocked) return [verdict, line];
     }
@@ -255,6 +266,19 @@ function promptSuffixes(screen: string): string[] {
     suffixes.push(screen.slice(match.index + match[0].length));
   }
   return suffixes;
+}
+
+/** The line a cooked-mode tty hands its reader: Ctrl+U kills the line, Backspace/DEL erase a character, Ctrl+W a word. */
+function applyLineEdits(text: string): string {
+  if (!/[\x15\x7f\x08\x17]/.test(text)) return text;
+  let line = "";
+  for (const c of text) {
+    if (c === "\x15") line = "";
+    else if (c === "\x7f" || c === "\x08") line = dropLastCodePoint(line);
+    else if (c === "\x17") line = withoutLastWord(line);
+    else line += c;
+  }
+  return line;
 }
 
 /** Ctrl+W (unix-word-rubout): the blanks before the cursor, then the word before them. */

@@ -113,6 +113,20 @@ describe("pastes", () => {
     expect(h.settledCalls()).toBe(0);
   });
 
+  test("line-edit keys inside a paste are checked as a cooked-mode reader applies them (Ctrl+U, DEL, Ctrl+W)", async () => {
+    for (const trick of ["true\x15rm -rf /", "rm -rf /x\x7f", "rm -rf /x\x08", "rm -rf / harmless\x17"]) {
+      const h = harness();
+      await h.guard.push(`${PASTE_START}${trick}${PASTE_END}\r`);
+      expect({ trick, reasons: h.blocked.map((b) => b.reason) }).toEqual({ trick, reasons: ["recursive delete of /"] });
+      expect(h.pty().endsWith(LINE_KILL)).toBe(true);
+    }
+    // Read either way, this line is harmless ("/\x15echo" is not "/"; cooked, it is "echo ok"): it goes through whole.
+    const h = harness();
+    await h.guard.push(`${PASTE_START}rm -rf /\x15echo ok${PASTE_END}\r`);
+    expect(h.blocked).toEqual([]);
+    expect(h.pty()).toBe(`${PASTE_START}rm -rf /\x15echo ok${PASTE_END}\r`);
+  });
+
   test("paste markers and keys split across chunks are still recognized", async () => {
     const h = harness();
     await h.guard.push("\x1b[20");

@@ -55,6 +55,20 @@ describe("line-buffered input screening", () => {
     expect(existsSync(bad)).toBe(false);
   });
 
+  test("a paste carrying Ctrl+U is screened as a shell without line editing reads it", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    const marker = join(world.tempDir("marker"), "bypass-ran");
+    // Without readline the tty's cooked mode applies Ctrl+U itself: the shell would run only what follows it.
+    await runAndSee(terminal, "set +o emacs +o vi; echo cooked-$((3*3))", "cooked-9");
+    terminal.type(`\x1b[200~true\x15printenv HATCH_SECRET_KEY; touch ${marker} #\x1b[201~\r`);
+    await terminal.control("blocked");
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+  });
+
   test("input past the token bucket is dropped with a notice and the session lives on", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
