@@ -92,6 +92,8 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
   } finally {
     clearTimeout(timer);
     request.signal.removeEventListener("abort", onAbort);
+    // Whatever the command left running in the background ends with the run: the pool bounds runs, not leftovers.
+    child.kill("SIGKILL");
   }
 }
 
