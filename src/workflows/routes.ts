@@ -137,6 +137,10 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       if (part.triggers.list(workflow.id).some((tr) => tr.kind === "message")) {
         throw conflict("workflow_bound", `Cannot delete workflow "${workflow.name}": a channel binding fires it; delete the binding first`);
       }
+      // Stop new fires (409, not active) and scheduled ones before stopping the runs: stopping can take a while,
+      // and a fire accepted meanwhile would run on after its workflow and its run row were gone.
+      part.workflows.update(workflow.id, { status: "archived" });
+      part.changed(workflow.id);
       await part.engine.cancelAll(workflow.id);
       part.workflows.delete(workflow.id);
       part.changed(workflow.id);

@@ -74,6 +74,26 @@ describe("the life of a run", () => {
     expect(run).toMatchObject({ status: "cancelled", cancelled: "workflow-not-active", error: "The workflow was paused when this run's turn came", startedAt: null });
   });
 
+  test("a fire that arrives while a delete stops the workflow's runs never runs after the workflow is gone", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    const dir = traceDir(world);
+    // The first run is slow to stop (a process outside its group holds its output), so the delete waits on it a while.
+    const command = `if grep -q slow; then touch ${dir}/slow-started; setsid sleep 3 & sleep 300; else sleep 1; touch ${dir}/late-ran; fi`;
+    const workflow = await commandWorkflow(member, command, { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    expect((await fire(world, workflow.id, token, { text: "slow" })).status).toBe(202);
+    await waitFor(() => existsSync(join(dir, "slow-started")), "the slow run to start");
+    const deleting = member.client.delete(`/api/workflows/${workflow.id}`);
+    await Bun.sleep(300);
+    const late = await fire(world, workflow.id, token, { text: "late" });
+    expect((await deleting).status).toBe(200);
+    // Refused as not active once the delete began; had it come first, the delete would have cancelled it.
+    expect({ status: late.status, code: late.body.error?.code }).toEqual({ status: 409, code: "workflow_not_active" });
+    await Bun.sleep(2000);
+    expect(existsSync(join(dir, "late-ran"))).toBe(false);
+  });
+
   test("a run executes as its creator with the creator's permissions at run time", async () => {
     await using world = await startWorld();
     const project = await world.project();
