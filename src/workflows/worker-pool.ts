@@ -49,6 +49,18 @@ export class WorkerPool implements AsyncDisposable {
     this.#scheduleDispatch();
   }
 
+  /**
+   * Queue a job once `delayMs` has passed: a retry a previous process had
+   * scheduled. Meanwhile it holds its key, as a retry in this process does, so
+   * later jobs of the key wait for it.
+   */
+  submitAfter(job: PoolJob, delayMs: number): void {
+    if (this.#closed) return;
+    if (delayMs <= 0) return this.submit(job);
+    if (job.key !== null && !this.#holders.has(job.key)) this.#holders.set(job.key, job.id);
+    this.#delay(job, delayMs);
+  }
+
   /** Drop a job that has not started (queued or waiting to retry), or abort a running one. */
   cancel(id: string): CancelResult {
     const index = this.#queue.findIndex((j) => j.id === id);
@@ -123,17 +135,19 @@ export class WorkerPool implements AsyncDisposable {
       this.options.onError?.(error, job.id);
     }
     this.#running.delete(job.id);
-    if (outcome && !signal.aborted && !this.#closed) {
-      const timer = setTimeout(() => {
-        this.#delayed.delete(job.id);
-        this.#queue.unshift(job);
-        this.#scheduleDispatch();
-      }, outcome.retryAfterMs);
-      this.#delayed.set(job.id, { job, timer });
-    } else {
-      this.#release(job);
-    }
+    if (outcome && !signal.aborted && !this.#closed) this.#delay(job, outcome.retryAfterMs);
+    else this.#release(job);
     this.#scheduleDispatch();
+  }
+
+  /** Put a job aside for `ms`, then at the head of the queue. */
+  #delay(job: PoolJob, ms: number): void {
+    const timer = setTimeout(() => {
+      this.#delayed.delete(job.id);
+      this.#queue.unshift(job);
+      this.#scheduleDispatch();
+    }, ms);
+    this.#delayed.set(job.id, { job, timer });
   }
 
   #release(job: PoolJob): void {

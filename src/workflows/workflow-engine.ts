@@ -136,7 +136,8 @@ export class WorkflowEngine implements AsyncDisposable {
     for (const run of this.options.runs.unfinished()) {
       const workflow = this.options.workflows.get(run.workflowId);
       if (run.status === "running") finish(this.#deps, run, workflow, { kind: "failed", error: STOPPED_ERROR });
-      else this.#submit(run);
+      // A run waiting to retry keeps its wait: a restart must not hit a struggling endpoint at once.
+      else this.#submit(run, run.status === "waiting-retry" && run.retryAt !== null ? run.retryAt - this.#deps.now() : 0);
     }
   }
 
@@ -175,12 +176,15 @@ export class WorkflowEngine implements AsyncDisposable {
     });
   }
 
-  #submit(run: Run): void {
-    this.options.pool.submit({
-      id: run.id,
-      key: run.mode === "one-thread" ? run.workflowId : null,
-      run: (signal) => executeRun(this.#deps, run.id, signal),
-    });
+  #submit(run: Run, delayMs = 0): void {
+    this.options.pool.submitAfter(
+      {
+        id: run.id,
+        key: run.mode === "one-thread" ? run.workflowId : null,
+        run: (signal) => executeRun(this.#deps, run.id, signal),
+      },
+      delayMs,
+    );
   }
 }
 

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { startHatch } from "../../src/main.ts";
 import type { RunUpdate } from "../../src/workflows/index.ts";
+import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { HttpClient } from "../helpers/http-client.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
@@ -166,6 +167,36 @@ describe("the life of a run", () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a run waiting to retry keeps its wait across a restart, then retries", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "hatch-retry-"));
+    await using openai = startFakeOpenAi({ apiKey: "sk-retry" });
+    try {
+      const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir });
+      const first = await startHatch(config, { workflows: { retryDelaysMs: [4_000] } });
+      const user = await first.platform.users.create("maker@example.com", TEST_PASSWORD);
+      first.platform.projects.create("retry", "Retry", user.id);
+      const client = new HttpClient(first.url);
+      await client.post("/api/auth/login", { email: user.email, password: TEST_PASSWORD });
+      await client.put("/api/secrets/project/openai-key", { value: "sk-retry" });
+      const runner = { kind: "openai", baseUrl: openai.baseUrl, model: "m", apiKeySecret: "openai-key" };
+      const workflow = (await client.post("/api/workflows", { name: "B", runner })).body;
+      openai.reply({ status: 503 });
+      const runId = (await client.post(`/api/workflows/${workflow.id}/runs`, { text: "hi" })).body.id;
+      await waitFor(async () => (await client.get(`/api/workflows/${workflow.id}/runs/${runId}`)).body.status === "waiting-retry", "waiting-retry");
+      await first.stop();
+
+      await using second = await startHatch(config, { workflows: { retryDelaysMs: [4_000] } });
+      const row = () => second.sqlite.query("SELECT status, retry_at AS retryAt FROM workflow_runs WHERE id = ?").get(runId) as { status: string; retryAt: number };
+      // Not retried at once: the endpoint saw one request, and the run still waits.
+      await Bun.sleep(200);
+      expect({ requests: openai.requests.length, status: row().status }).toEqual({ requests: 1, status: "waiting-retry" });
+      await waitFor(() => row().status === "succeeded", "the retry at its time");
+      expect(openai.requests.length).toBe(2);
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
