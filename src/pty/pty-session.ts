@@ -92,7 +92,7 @@ export class PtySession {
       resumeOutput: () => this.#resume("lease"),
     });
     let wasFullScreen = false;
-    const spawned = options.spawn((chunk) => {
+    const spawned = this.#spawn((chunk) => {
       this.#lastOutputAt = performance.now();
       this.mirror.write(chunk);
       this.views.broadcast(chunk);
@@ -263,6 +263,16 @@ export class PtySession {
     this.#process.resume();
   }
 
+  /** Spawn the program; if that fails, the mirror's terminal on the parser thread is closed too. */
+  #spawn(onData: (chunk: Uint8Array) => void): ReturnType<PtySessionOptions["spawn"]> {
+    try {
+      return this.options.spawn(onData);
+    } catch (error) {
+      this.mirror.dispose();
+      throw error;
+    }
+  }
+
   /** Kill the process group, close the views, remove the scratch dir. Idempotent. */
   async destroy(reason: string): Promise<void> {
     if (this.#destroyed) return;
@@ -277,7 +287,8 @@ export class PtySession {
       if (!exited) this.#process.kill("SIGKILL");
     }
     this.mirror.dispose();
-    await this.options.scratch.remove();
+    // Nothing waits on a destroy that could fail: a scratch dir left behind is removed by the orphan sweep at the next start.
+    await this.options.scratch.remove().catch((error: unknown) => console.error(`hatch: cannot remove the scratch dir of session ${this.id}:`, error));
   }
 }
 

@@ -1,4 +1,4 @@
-import { chmod, lstat, mkdir, opendir, rm, stat } from "node:fs/promises";
+import { chmod, lstat, mkdir, opendir, readdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 
 /**
@@ -60,12 +60,35 @@ export async function createScratchDir(base: string): Promise<ScratchDir> {
 
   let removal: Promise<void> | undefined;
   const remove = () =>
-    (removal ??= rm(path, { recursive: true, force: true }).catch((error) => {
+    (removal ??= removeTree(path).catch((error) => {
       // A failed removal (a busy mount, say) may be retried by the next caller.
       removal = undefined;
       throw error;
     }));
   return { path, remove, [Symbol.asyncDispose]: remove };
+}
+
+/**
+ * Remove a directory tree. The program owns its scratch and can lock parts of
+ * it (`chmod 000` on a subdirectory), which stops a server not running as
+ * root: then every directory in it is opened to its owner (symlinks are
+ * never followed) and the removal tried again.
+ */
+async function removeTree(path: string): Promise<void> {
+  try {
+    await rm(path, { recursive: true, force: true });
+  } catch {
+    await openToOwner(path);
+    await rm(path, { recursive: true, force: true });
+  }
+}
+
+async function openToOwner(dir: string): Promise<void> {
+  if (!(await lstat(dir).catch(() => null))?.isDirectory()) return;
+  await chmod(dir, PRIVATE_DIR_MODE).catch(() => {});
+  for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+    if (entry.isDirectory()) await openToOwner(join(dir, entry.name));
+  }
 }
 
 /** What the orphan sweep is told about the running server. */

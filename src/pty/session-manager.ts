@@ -140,6 +140,8 @@ export class SessionManager {
     const now = this.options.now();
     const reaped: string[] = [];
     for (const session of [...this.#sessions.values()]) {
+      // Destroys are awaited one by one: a session terminated or ended meanwhile is no longer ours to reap.
+      if (session.destroyed || this.#sessions.get(keyString(session.key)) !== session) continue;
       // A running exec is use: the session is not idle while one runs.
       const idle = session.execsRunning > 0 ? 0 : now - session.lastActivityAt;
       // The countdown stops at the limit: past it a session is reaped, or it is watched and never will be.

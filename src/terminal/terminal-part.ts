@@ -114,7 +114,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
     confinement,
     start: async () => {
       await sessions.sweepOrphans();
-      reaper = setInterval(() => void sessions.sweep(), options.reaperIntervalMs ?? REAPER_INTERVAL_MS);
+      reaper = setInterval(() => sessions.sweep().catch((error: unknown) => console.error("hatch: the reaper's sweep failed", error)), options.reaperIntervalMs ?? REAPER_INTERVAL_MS);
       reaper.unref?.();
     },
     dispose: async () => {

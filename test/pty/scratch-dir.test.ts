@@ -96,6 +96,38 @@ describe("createScratchDir", () => {
   });
 });
 
+describe("removing a scratch dir its program locked", () => {
+  test("a subdirectory chmod 000 by the program (which stops a server that is not root) is opened and removed; a symlink's target is not touched", () => {
+    const base = mkdtempSync(join(tmpdir(), "hatch-scratch-locked-"));
+    const outside = join(base, "outside");
+    mkdirSync(outside, { mode: 0o555 });
+    // As an unprivileged user (root ignores the mode bits, so it would not show the problem).
+    const script = [
+      `import { createScratchDir } from ${JSON.stringify(join(import.meta.dir, "../../src/pty/scratch-dir.ts"))};`,
+      `import { chmodSync, existsSync, mkdirSync, symlinkSync } from "node:fs";`,
+      `const scratch = await createScratchDir(${JSON.stringify(join(base, "scratch"))});`,
+      `mkdirSync(scratch.path + "/a/b", { recursive: true });`,
+      `symlinkSync(${JSON.stringify(outside)}, scratch.path + "/a/link");`,
+      `chmodSync(scratch.path + "/a", 0);`,
+      `await scratch.remove();`,
+      `console.log(existsSync(scratch.path) ? "LEFT" : "REMOVED");`,
+    ].join("\n");
+    const file = join(base, "remove.ts");
+    writeFileSync(file, script);
+    Bun.spawnSync(["chown", "-R", "65534:65534", base]);
+    Bun.spawnSync(["chown", "0:0", outside]);
+    const asNobody = process.getuid!() === 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+    const result = Bun.spawnSync([...asNobody, process.execPath, file], { env: { PATH: process.env.PATH!, HOME: base } });
+    try {
+      expect({ out: result.stdout.toString().trim(), err: result.stderr.toString() }).toEqual({ out: "REMOVED", err: "" });
+      expect(statSync(outside).mode & 0o777).toBe(0o555);
+    } finally {
+      Bun.spawnSync(["chmod", "-R", "u+rwx", base]);
+      rmSync(base, { recursive: true, force: true });
+    }
+  });
+});
+
 describe("sweepOrphanScratch", () => {
   test("removes orphaned scratch directories and nothing else", async () => {
     await using tmp = tempDir();

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { attached, createSession, TERMINAL } from "../helpers/terminal.ts";
+import { attached, createSession, runAndSee, TERMINAL } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -38,6 +38,27 @@ describe("the reaper", () => {
     now += 60 * 60_000;
     expect(await sessions.sweep()).toEqual(["watched"]);
     expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  test("a session terminated while the reaper waits on another's end does not break the sweep", async () => {
+    let now = Date.now();
+    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "slow" });
+    await createSession(owner.client, { sourceSlug: "container-root", id: "other" });
+    const view = await attached(world, owner, "slow");
+    // Ignoring SIGHUP makes the reaper wait out the kill grace on this one.
+    await runAndSee(view, "trap '' HUP; echo trapped-$((5*5))", "trapped-25");
+    view.close();
+    const { sessions } = world.hatch.terminal;
+    await waitFor(() => sessions.listProject(project.id).every((s) => s.views === 0), "the detach");
+    now += 10 * 60_000;
+    const sweep = sessions.sweep().then((reaped) => ({ reaped }), (error: unknown) => ({ error: String(error) }));
+    await waitFor(async () => (await owner.client.get(`${TERMINAL}/sessions`)).body.sessions.length === 1, "the reaper to take the slow one");
+    expect((await owner.client.delete(`${TERMINAL}/sessions/other`)).status).toBe(200);
+    expect(await sweep).toEqual({ reaped: ["slow"] });
   });
 
   test("a running exec is use: the session is not reaped while it runs, and its end counts as activity", async () => {

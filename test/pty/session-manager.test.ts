@@ -1,0 +1,52 @@
+import { expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { HatchError } from "../../src/platform/index.ts";
+import { SessionManager } from "../../src/pty/index.ts";
+import { ParserThread } from "../../src/screen/index.ts";
+
+/** A parser thread that counts the terminals open on it. */
+class CountingParser extends ParserThread {
+  openTerminals = 0;
+  override open(...args: Parameters<ParserThread["open"]>) {
+    const terminal = super.open(...args);
+    this.openTerminals++;
+    let closed = false;
+    return {
+      ...terminal,
+      close: () => {
+        if (!closed) this.openTerminals--;
+        closed = true;
+        terminal.close();
+      },
+    };
+  }
+}
+
+test("a create whose spawn fails leaves no scratch dir and no terminal open on the parser thread", async () => {
+  const base = mkdtempSync(join(tmpdir(), "hatch-manager-"));
+  using parser = new CountingParser();
+  const manager = new SessionManager({
+    scratchBase: base,
+    parser,
+    spawner: () => {
+      throw new HatchError("root_invalid", 400, "Cannot use root: it leads outside the source");
+    },
+    limits: { maxSessions: () => 8, scrollbackLines: () => 1000, idleShutdownMs: () => 60_000 },
+    protectedPaths: [],
+    inputBucket: { capacity: 65536, refillPerSecond: 32768 },
+    now: () => Date.now(),
+  });
+  try {
+    const namespace = { userId: "u", projectId: "p", agentId: null };
+    for (let i = 0; i < 5; i++) {
+      const create = manager.create({ namespace, id: `s${i}`, cols: 80, rows: 24, readOnly: false, authority: "{}", cwd: "/", launch: (scratch) => ({ sourceSlug: "x", cwd: "/", argv: ["/bin/sh"], env: {}, scratch, confine: null }) });
+      await expect(create).rejects.toThrow("outside the source");
+    }
+    expect(readdirSync(base)).toEqual([]);
+    expect(parser.openTerminals).toBe(0);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
