@@ -38,6 +38,8 @@ const DEFAULT_PORT = 3100;
 const DEFAULT_COMPANION_PORT = 3101;
 /** A week: long enough for daily use, short enough that a stolen cookie dies. */
 const DEFAULT_SESSION_TTL_HOURS = 24 * 7;
+/** Ten years: a longer login lifetime is a mistake, and past about 2.7e12 hours the cookie's expiry date does not exist. */
+const MAX_SESSION_TTL_HOURS = 24 * 365 * 10;
 
 /**
  * Read the configuration from an environment (default: the process's).
@@ -54,8 +56,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretKey: env.HATCH_SECRET_KEY ? secretKey(env.HATCH_SECRET_KEY) : null,
     shell: env.HATCH_SHELL?.trim() || null,
     trustedProxies: (env.HATCH_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
-    sessionTtlHours: positiveInt(env, "HATCH_SESSION_TTL_HOURS", DEFAULT_SESSION_TTL_HOURS),
-    inContainer: env.HATCH_IN_CONTAINER ? env.HATCH_IN_CONTAINER === "1" : detectContainer(),
+    sessionTtlHours: positiveInt(env, "HATCH_SESSION_TTL_HOURS", DEFAULT_SESSION_TTL_HOURS, MAX_SESSION_TTL_HOURS),
+    inContainer: env.HATCH_IN_CONTAINER ? oneOf(env, "HATCH_IN_CONTAINER", ["0", "1"] as const, "0") === "1" : detectContainer(),
     osMounts: (env.HATCH_OS_MOUNTS ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => resolve(cwd, p)),
     ptyBackend: oneOf(env, "HATCH_PTY_BACKEND", ["bun", "bun-pty"] as const, "bun"),
     confinement: oneOf(env, "HATCH_CONFINEMENT", ["auto", "landlock"] as const, "auto"),
@@ -65,18 +67,19 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 function port(env: Record<string, string | undefined>, name: string, fallback: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
+  // Number(" ") is 0 (any free port): only digits are a port.
+  const value = /^\d{1,5}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isInteger(value) || value < 0 || value > 65535) {
     throw new ConfigError(`Cannot use ${name}="${raw}": expected a port number from 0 to 65535`);
   }
   return value;
 }
 
-function positiveInt(env: Record<string, string | undefined>, name: string, fallback: number): number {
+function positiveInt(env: Record<string, string | undefined>, name: string, fallback: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new ConfigError(`Cannot use ${name}="${raw}": expected a positive integer`);
+  if (!Number.isInteger(value) || value <= 0 || value > max) throw new ConfigError(`Cannot use ${name}="${raw}": expected a whole number from 1 to ${max}`);
   return value;
 }
 

@@ -12,6 +12,14 @@ describe("configuration", () => {
     expect(config).toMatchObject({ port: 8080, trustedProxies: ["10.0.0.1", "10.0.0.2"], shell: "/bin/zsh" });
     expect(() => loadConfig({ HATCH_PORT: "http" })).toThrow(ConfigError);
     expect(() => loadConfig({ HATCH_COMPANION_PORT: "70000" })).toThrow('HATCH_COMPANION_PORT="70000"');
+    // Number(" ") and Number("0x10") are numbers; neither is a port anyone wrote.
+    for (const raw of [" ", "0x10", "1e3", "-1"]) expect(() => loadConfig({ HATCH_PORT: raw })).toThrow(ConfigError);
+    // A lifetime whose expiry date cannot exist (the login cookie could not be set) or that nobody means.
+    expect(() => loadConfig({ HATCH_SESSION_TTL_HOURS: "3000000000" })).toThrow("from 1 to 87600");
+    expect(loadConfig({ HATCH_SESSION_TTL_HOURS: "87600" }).sessionTtlHours).toBe(87600);
+    // Only 0 and 1: "true" must not silently mean "not in a container".
+    expect(() => loadConfig({ HATCH_IN_CONTAINER: "true" })).toThrow('HATCH_IN_CONTAINER="true"');
+    expect(loadConfig({ HATCH_IN_CONTAINER: "1" }).inContainer).toBe(true);
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).toThrow("at least 32 characters");
     // The key itself is never echoed in the error.
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).not.toThrow("too-short-secret");

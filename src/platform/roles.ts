@@ -1,8 +1,8 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { packageAccess, roleFeatures, roles } from "../db/index.ts";
-import { badRequest, conflict, notFound } from "./errors.ts";
-import { hasFeature, isFeatureName, isRoleName } from "./features.ts";
+import { badRequest, conflict, forbidden, notFound } from "./errors.ts";
+import { hasFeature, isFeatureName, isRoleName, WILDCARD } from "./features.ts";
 
 /** A role with its grants. */
 export interface RoleGrants {
@@ -57,6 +57,8 @@ export class Roles {
   grant(projectId: string, role: string, feature: string): void {
     this.#requireRole(projectId, role);
     if (!isFeatureName(feature)) throw badRequest("invalid_feature", `Cannot grant: "${feature}" is not a valid feature name`);
+    // The wildcard is the owner's alone (every feature, exec.unconfined included): an admin granting it would outrank themselves.
+    if (feature === WILDCARD) throw forbidden("wildcard_owner_only", `Cannot grant "${WILDCARD}": only the owner role holds every feature; grant features by name`);
     this.db.insert(roleFeatures).values({ projectId, role, feature }).onConflictDoNothing().run();
   }
 

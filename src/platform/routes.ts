@@ -23,7 +23,11 @@ export function platformRoutes(platform: Platform) {
         cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions(new Date(expiresAt)) });
         return { user, project: first?.project ?? null, role: first?.role ?? null };
       },
-      { body: t.Object({ email: t.String({ maxLength: 320 }), password: t.String({ maxLength: 1024 }) }) },
+      {
+        // JSON only: a cross-site HTML form can send a form-encoded body, which would sign the visitor in as someone else (login CSRF).
+        parse: "json",
+        body: t.Object({ email: t.String({ maxLength: 320 }), password: t.String({ maxLength: 1024 }) }),
+      },
     )
     .post("/api/auth/logout", async ({ cookie, sessionToken }) => {
       await platform.sessions.destroy(sessionToken);

@@ -3,23 +3,35 @@ import { join } from "node:path";
 
 /** Name of the generated key file inside the data dir. */
 export const SECRET_KEY_FILE = "secret.key";
+/** Random bytes in a generated key file, and the least a key file must hold. */
+const KEY_FILE_BYTES = 32;
 
 /**
  * Load the AES-256-GCM key for secrets at rest: derived from HATCH_SECRET_KEY
  * when set, otherwise read from (or generated into) a 0600 key file in the data dir.
  */
 export async function loadSecretKey(options: { secretKey: string | null; dataDir: string }): Promise<CryptoKey> {
-  const material = options.secretKey
-    ? new TextEncoder().encode(options.secretKey)
-    : Buffer.from(readOrCreateKeyFile(join(options.dataDir, SECRET_KEY_FILE)), "base64");
+  const material = options.secretKey ? new TextEncoder().encode(options.secretKey) : keyFileBytes(join(options.dataDir, SECRET_KEY_FILE));
   // SHA-256 turns any key material of at least 32 characters into exactly 256 bits.
   const raw = await crypto.subtle.digest("SHA-256", material);
   return crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
 }
 
+/**
+ * The key file's bytes. An empty or truncated file is refused rather than
+ * used: hashed, it would give a key anyone can compute (SHA-256 of nothing).
+ */
+function keyFileBytes(path: string): Buffer<ArrayBuffer> {
+  const bytes = Buffer.from(readOrCreateKeyFile(path), "base64");
+  if (bytes.length < KEY_FILE_BYTES) {
+    throw new Error(`Cannot use the key file ${path}: it holds ${bytes.length} bytes of key, not ${KEY_FILE_BYTES} (restore it from backup; without it stored secrets cannot be read)`);
+  }
+  return bytes;
+}
+
 function readOrCreateKeyFile(path: string): string {
   if (!existsSync(path)) {
-    const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64");
+    const key = Buffer.from(crypto.getRandomValues(new Uint8Array(KEY_FILE_BYTES))).toString("base64");
     writeFileSync(path, key + "\n", { mode: 0o600, flag: "wx" });
   }
   // A key file readable by others is a leak waiting to happen; tighten it.

@@ -25,6 +25,16 @@ describe("login, logout, me and the active project", () => {
     expect(JSON.stringify(me.body)).not.toContain("passwordHash");
   });
 
+  test("login takes JSON only: a form-encoded body (what a cross-site form can send) signs nobody in", async () => {
+    await using world = await startWorld();
+    const user = await world.user();
+    const form = `email=${encodeURIComponent(user.email)}&password=${encodeURIComponent(TEST_PASSWORD)}`;
+    const answer = await fetch(`${world.hatch.url}/api/auth/login`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", origin: "https://evil.example" }, body: form });
+    expect(answer.status).toBe(400);
+    expect(answer.headers.getSetCookie()).toEqual([]);
+    expect((await world.anonymous().post("/api/auth/login", { email: user.email, password: TEST_PASSWORD })).status).toBe(200);
+  });
+
   test("a wrong password and an unknown email get the same 401", async () => {
     await using world = await startWorld();
     const user = await world.user();

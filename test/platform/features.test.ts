@@ -53,6 +53,9 @@ describe("roles and feature grants", () => {
     expect((await member.client.put("/api/roles/member/features/terminal.container")).status).toBe(403);
     expect((await admin.client.delete("/api/roles/owner/features/*")).status).toBe(403);
     expect((await admin.client.put("/api/roles/admin/features/exec.unconfined")).status).toBe(403);
+    // Nor can anyone hand the wildcard (which holds exec.unconfined) to another role.
+    const wildcard = await admin.client.put("/api/roles/manager/features/*");
+    expect({ status: wildcard.status, code: wildcard.body.error.code }).toEqual({ status: 403, code: "wildcard_owner_only" });
     expect((await admin.client.put("/api/roles/nope/features/terminal.read")).status).toBe(404);
     expect((await admin.client.put("/api/roles/member/features/Not%20A%20Feature")).status).toBe(400);
     expect(world.platform.roles.list(project.id)).toEqual(before);

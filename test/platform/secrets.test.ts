@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { statSync } from "node:fs";
+import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { loadSecretKey } from "../../src/platform/index.ts";
 import { startWorld } from "../helpers/world.ts";
 
 describe("secrets", () => {
@@ -24,6 +26,18 @@ describe("secrets", () => {
     await using world = await startWorld();
     expect(statSync(join(world.config.dataDir, "secret.key")).mode & 0o777).toBe(0o600);
     await expect(startWorld({ HATCH_SECRET_KEY: "short" })).rejects.toThrow("at least 32 characters");
+  });
+
+  test("an empty or truncated key file is refused at start, not hashed into a key anyone can compute", async () => {
+    for (const content of ["", "\n", Buffer.alloc(16).toString("base64")]) {
+      const dataDir = mkdtempSync(join(tmpdir(), "hatch-key-"));
+      try {
+        writeFileSync(join(dataDir, "secret.key"), content, { mode: 0o600 });
+        await expect(loadSecretKey({ secretKey: null, dataDir })).rejects.toThrow("not 32 (restore it from backup");
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
   });
 
   test("project secrets need an owner or admin; a bad id gets 400; deleting an absent secret gets 404", async () => {
