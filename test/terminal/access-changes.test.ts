@@ -13,14 +13,19 @@ function sessionEvents(world: World, projectId: string): string[] {
     .reverse();
 }
 
+/** As a member with rwx on source docs, open session "s" there and attach to it. */
+async function memberAttachedToDocs(world: World) {
+  const project = await world.project();
+  const member = await world.signedIn(project, "member");
+  localSource(world, project, "docs", { member: "rwx" });
+  await createSession(member.client, { sourceSlug: "docs", id: "s" });
+  return { project, member, terminal: await attached(world, member, "s") };
+}
+
 describe("a connected view whose access changes", () => {
   test("is closed with 4401 at its next keystroke once its user logged out, and the keystroke does not run", async () => {
     await using world = await startWorld();
-    const project = await world.project();
-    const member = await world.signedIn(project, "member");
-    localSource(world, project, "docs", { member: "rwx" });
-    await createSession(member.client, { sourceSlug: "docs", id: "s" });
-    const terminal = await attached(world, member, "s");
+    const { project, member, terminal } = await memberAttachedToDocs(world);
     await runAndSee(terminal, "echo before-$((1+1))", "before-2");
     expect((await member.client.post("/api/auth/logout", {})).status).toBe(200);
     const marker = join(world.tempDir("marker"), "after-logout");
@@ -33,11 +38,7 @@ describe("a connected view whose access changes", () => {
 
   test("is closed with 4403 at its next keystroke once the session's source narrowed for its owner", async () => {
     await using world = await startWorld();
-    const project = await world.project();
-    const member = await world.signedIn(project, "member");
-    localSource(world, project, "docs", { member: "rwx" });
-    await createSession(member.client, { sourceSlug: "docs", id: "s" });
-    const terminal = await attached(world, member, "s");
+    const { project, terminal } = await memberAttachedToDocs(world);
     await runAndSee(terminal, "echo before-$((1+2))", "before-3");
     world.hatch.terminal.sources.setEnabled(project.id, "docs", false);
     const marker = join(world.tempDir("marker"), "after-narrowing");
@@ -48,11 +49,7 @@ describe("a connected view whose access changes", () => {
 
   test("that only watches is closed within the re-check interval once its user lost the terminal, without sending anything", async () => {
     await using world = await startWorld({}, { accessRecheckMs: 100 });
-    const project = await world.project();
-    const member = await world.signedIn(project, "member");
-    localSource(world, project, "docs", { member: "rwx" });
-    await createSession(member.client, { sourceSlug: "docs", id: "s" });
-    const terminal = await attached(world, member, "s");
+    const { project, member, terminal } = await memberAttachedToDocs(world);
     world.platform.projects.setMember(project.id, member.user.id, "viewer");
     expect(await terminal.closed).toBe(4401);
   });
@@ -100,11 +97,7 @@ describe("a connected view whose access changes", () => {
 
   test("keeps typing while nothing changed: keys sent in one burst arrive in order", async () => {
     await using world = await startWorld();
-    const project = await world.project();
-    const member = await world.signedIn(project, "member");
-    localSource(world, project, "docs", { member: "rwx" });
-    await createSession(member.client, { sourceSlug: "docs", id: "s" });
-    const terminal = await attached(world, member, "s");
+    const { terminal } = await memberAttachedToDocs(world);
     // One key per message, as a browser sends them: each waits for an access decision, and none may overtake another.
     for (const key of "echo ordered-$((5+6))-abcdefgh\r") terminal.type(key);
     await terminal.sees("ordered-11-abcdefgh");
