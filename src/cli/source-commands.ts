@@ -112,7 +112,7 @@ export const sourceCommands: Command[] = [
   },
   {
     path: ["admin", "source", "rule", "remove"],
-    summary: "Remove a rule by its id (see rule list); sessions it allowed are re-checked at their next reattach or exec",
+    summary: "Remove a rule by its id (see rule list); sessions it allowed are re-checked at their next keystroke, reattach or exec",
     options: { project, source: { type: "string", required: true, description: "source slug" }, id: { type: "string", required: true, description: "rule id" } },
     run: async (ctx, v) => {
       const id = Number(str(v, "id"));

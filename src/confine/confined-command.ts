@@ -160,7 +160,7 @@ function bwrapLayout(spec: ResolvedSpec, secrets: HiddenPath[], helper: HelperCo
  */
 function keepReadOnly(spec: ResolvedSpec, neverWritable: readonly string[]): ResolvedSpec {
   const roots = [...spec.roots];
-  for (const path of neverWritable.flatMap((p) => existing([p]).map((e) => e.path))) {
+  for (const { path } of existing(neverWritable)) {
     const inside = roots.find((r) => r.write && isWithin(r.path, path));
     if (inside) throw rootInvalid(`Cannot make root "${inside.path}" writable: it lies inside "${path}", which confined programs must never write`, { path: inside.path });
     if (roots.some((r) => r.write && isStrictlyWithin(path, r.path)) && !roots.some((r) => r.path === path)) roots.push({ path, write: false });
@@ -185,17 +185,13 @@ function pinReadOnlyParents(roots: ResolvedSpec["roots"]): ResolvedSpec["roots"]
     const around = roots.filter((r) => isStrictlyWithin(readOnly.path, r.path));
     const base = around.reduce<ResolvedSpec["roots"][number] | null>((a, b) => (a === null || b.path.length > a.path.length ? b : a), null);
     if (!base?.write) continue;
-    for (let dir = parentOf(readOnly.path); isStrictlyWithin(dir, base.path); dir = parentOf(dir)) {
+    for (let dir = dirOf(readOnly.path); isStrictlyWithin(dir, base.path); dir = dirOf(dir)) {
       if (!pinned.has(dir)) pinned.set(dir, { path: dir, write: true });
     }
   }
   return [...pinned.values()].sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
 }
 
-function parentOf(path: string): string {
-  const at = path.lastIndexOf("/");
-  return at <= 0 ? "/" : path.slice(0, at);
-}
 
 /** The paths that exist, real, with their kind (only those can be covered by a mount). */
 function existing(paths: readonly string[]): HiddenPath[] {

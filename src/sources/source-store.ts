@@ -126,7 +126,7 @@ export class SourceStore {
   /**
    * Remove one rule of a source; 404 `rule_not_found` when the source has no
    * rule with that id. Sessions opened under the rule are re-checked at their
-   * next reattach or exec, like any narrowing.
+   * next keystroke, reattach or exec, like any narrowing.
    */
   removeRule(source: Source, ruleId: number): SourceRule {
     const removed = this.db

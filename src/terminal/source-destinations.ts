@@ -36,7 +36,7 @@ export interface SourceDestinationsOptions {
   now(): number;
 }
 
-/** The authority a session was created under, compared at reattach. */
+/** The authority a session was created under, compared at reattach, exec and each input of a connected view. */
 interface Authority {
   slug: string;
   root: string;

@@ -22,6 +22,17 @@ async function memberAttachedToDocs(world: World) {
   return { project, member, terminal: await attached(world, member, "s") };
 }
 
+/** As a member, open session "s" on docs; an admin who may also type (core.execute) supervises the project. */
+async function sessionAnAdminSupervises(world: World) {
+  const project = await world.project();
+  const member = await world.signedIn(project, "member");
+  world.platform.roles.grant(project.id, "admin", "core.execute");
+  const admin = await world.signedIn(project, "admin");
+  localSource(world, project, "docs", { member: "rwx" });
+  await createSession(member.client, { sourceSlug: "docs", id: "s" });
+  return { project, member, admin };
+}
+
 describe("a connected view whose access changes", () => {
   test("is closed with 4401 at its next keystroke once its user logged out, and the keystroke does not run", async () => {
     await using world = await startWorld();
@@ -56,12 +67,7 @@ describe("a connected view whose access changes", () => {
 
   test("becomes read-only once its user lost core.execute: it is told so, the lease passes on and its keys are dropped", async () => {
     await using world = await startWorld();
-    const project = await world.project();
-    const member = await world.signedIn(project, "member");
-    world.platform.roles.grant(project.id, "admin", "core.execute");
-    const admin = await world.signedIn(project, "admin");
-    localSource(world, project, "docs", { member: "rwx" });
-    await createSession(member.client, { sourceSlug: "docs", id: "s" });
+    const { project, member, admin } = await sessionAnAdminSupervises(world);
     const mine = await attached(world, member, "s");
     const supervisor = await attached(world, admin, "s", { userId: member.user.id });
     supervisor.send({ type: "takeControl" });
@@ -83,12 +89,7 @@ describe("a connected view whose access changes", () => {
 
   test("of a supervisor who lost terminal.supervise is closed as if the session did not exist (4404)", async () => {
     await using world = await startWorld();
-    const project = await world.project();
-    const member = await world.signedIn(project, "member");
-    world.platform.roles.grant(project.id, "admin", "core.execute");
-    const admin = await world.signedIn(project, "admin");
-    localSource(world, project, "docs", { member: "rwx" });
-    await createSession(member.client, { sourceSlug: "docs", id: "s" });
+    const { project, member, admin } = await sessionAnAdminSupervises(world);
     const supervisor = await attached(world, admin, "s", { userId: member.user.id });
     world.platform.roles.revoke(project.id, "admin", "terminal.supervise");
     supervisor.send({ type: "takeControl" });
