@@ -20,4 +20,6 @@ export interface ViewSink {
   control(message: ControlMessage): void;
   /** Close the connection with a WebSocket close code. */
   close(code: number, reason: string): void;
+  /** Bytes the connection holds that have not yet left this server (a WebSocket's bufferedAmount). */
+  buffered(): number;
 }

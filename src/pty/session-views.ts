@@ -162,9 +162,14 @@ export class SessionViews {
     for (const view of this.#views.values()) view.sink.control(message);
   }
 
-  /** A client acknowledged `bytes` of output. */
+  /**
+   * A client acknowledged `bytes` of output. An ack vouches only for bytes
+   * that left this server: what the connection still holds stays unacknowledged,
+   * so a client that acks output it never read cannot make the server queue
+   * without bound (it lags, or pauses the PTY, like one that stopped acking).
+   */
   ack(view: View, bytes: number): void {
-    view.unacked = Math.max(0, view.unacked - bytes);
+    view.unacked = Math.max(0, view.unacked - bytes, view.sink.buffered());
     if (view.unacked >= LOW_WATERMARK_BYTES) return;
     if (view.lagging && !view.catchingUp) this.#catchUp(view);
     if (this.#leaseHolder === view.id) this.#resumeIfPaused();
@@ -213,7 +218,9 @@ export class SessionViews {
   #send(view: View, bytes: Uint8Array): void {
     const holder = this.#leaseHolder === view.id;
     // An observer never gets past the high watermark: it lags instead and catches up by snapshot.
-    if (!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) {
+    // Nor does any view whose connection already holds that much unsent: its client is not reading,
+    // whatever it acks, and a paused PTY may still hand over what it had buffered.
+    if ((!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) || view.sink.buffered() > HIGH_WATERMARK_BYTES) {
       view.lagging = true;
       return;
     }

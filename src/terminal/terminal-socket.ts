@@ -70,6 +70,7 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
       output: (bytes) => ws.send(bytes, { binary: true }),
       control: (message) => ws.send(JSON.stringify(message)),
       close: (code, reason) => ws.close(code, reason),
+      buffered: () => ws.bufferedAmount,
     },
     { userId: caller.user.id, canWrite: access.canWrite, since: upgrade.since },
   );

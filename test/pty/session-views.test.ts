@@ -13,6 +13,7 @@ function recordingSink(): ViewSink & { controls: ControlMessage[]; bytes: number
     output: (b: Uint8Array) => void (sink.bytes += b.length),
     control: (m: ControlMessage) => void sink.controls.push(m),
     close: () => {},
+    buffered: () => 0,
   };
   return sink;
 }
@@ -75,6 +76,30 @@ describe("session views", () => {
     set.ack(observer, observerSink.bytes);
     await waitFor(() => observerSink.controls.filter((c) => c.type === "snapshot").length > snapshotsBefore, "the catch-up snapshot");
     expect(observer.lagging).toBe(false);
+  });
+
+  test("an ack for output that never left the server does not count: a client that acks what it never read lags, and its holder's PTY stays paused", async () => {
+    const { mirror, set, pauses } = views();
+    // A connection whose peer never reads: every byte sent stays buffered on the server.
+    const stuck = (sink: ReturnType<typeof recordingSink>) => ({ ...sink, buffered: () => sink.bytes + JSON.stringify(sink.controls).length });
+    const holderSink = recordingSink();
+    const observerSink = recordingSink();
+    const holder = set.attach(stuck(holderSink), { userId: "u", canWrite: true });
+    const observer = set.attach(stuck(observerSink), { userId: "u", canWrite: true });
+    await waitFor(() => observerSink.controls.some((c) => c.type === "snapshot") && holderSink.controls.some((c) => c.type === "snapshot"), "snapshots");
+    const chunk = new Uint8Array(10_000).fill(0x79);
+    for (let i = 0; i < 50; i++) {
+      mirror.write(chunk);
+      set.broadcast(chunk);
+      // Both clients claim to have read everything, after every chunk.
+      set.ack(holder, 1 << 30);
+      set.ack(observer, 1 << 30);
+    }
+    expect(observer.lagging).toBe(true);
+    expect(observer.catchingUp).toBe(false);
+    expect(observerSink.bytes).toBeLessThanOrEqual(HIGH_WATERMARK_BYTES + chunk.length);
+    expect(holderSink.bytes).toBeLessThanOrEqual(HIGH_WATERMARK_BYTES + chunk.length);
+    expect(pauses).toEqual(["pause"]);
   });
 
   test("when the lease holder leaves, the earliest remaining writable view gets the lease and everyone is told", async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { RawWebSocket } from "../helpers/raw-websocket.ts";
 import { attached, createSession } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -6,6 +7,8 @@ import { HIGH_WATERMARK_BYTES } from "../../src/pty/index.ts";
 
 /** How much of a flood the first test waits for: a hundred times what a view may lag behind. */
 const FLOOD_BYTES = 100 * HIGH_WATERMARK_BYTES;
+/** The flood a lying client is offered: several times what loopback sockets can hold for it (4 MiB to send, more to receive). */
+const LIAR_FLOOD_BYTES = 64 * 1024 * 1024;
 
 describe("flow control", () => {
   test("a flood (yes, many times the high watermark) leaves server memory bounded and Ctrl+C still stops it", async () => {
@@ -36,6 +39,38 @@ describe("flow control", () => {
     // Once it acks, the lagging observer is cut over to a fresh snapshot.
     observer.ack();
     await observer.control("snapshot", (c) => c.offset > HIGH_WATERMARK_BYTES);
+  }, 60_000);
+
+  test("a client that acks output it never read cannot make the server queue the flood for it: it lags, and catches up by snapshot once it reads", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "liar" });
+    const holder = await attached(world, owner, "liar");
+    const liar = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/liar`, { cookie: owner.client.cookieHeader });
+    liar.pause();
+    // It claims to have read everything, over and over, while it reads nothing.
+    const lie = setInterval(() => liar.sendText(JSON.stringify({ type: "ack", bytes: 1 << 30 })), 1);
+    world.onDispose(() => clearInterval(lie));
+    holder.type("yes\r");
+    // A byte target, not a duration (waitFor fails the test if it is never reached).
+    const target = holder.offset + LIAR_FLOOD_BYTES;
+    await waitFor(() => holder.offset > target, `the holder to receive ${LIAR_FLOOD_BYTES} bytes of flood`, 30_000);
+    holder.type("\x03");
+    holder.type("echo stopped-$((9*9))\r");
+    await holder.sees("stopped-81", 15_000);
+    clearInterval(lie);
+    // From here on it reads, and acks what it read, as the widget does.
+    liar.resume();
+    let acked = 0;
+    await waitFor(() => {
+      if (liar.binaryBytes > acked) liar.sendText(JSON.stringify({ type: "ack", bytes: liar.binaryBytes - acked }));
+      acked = liar.binaryBytes;
+      return liar.tail.includes("stopped-81") || liar.texts.some((t) => t.includes("stopped-81"));
+    }, "the reading client to see the end of the flood", 15_000);
+    // What was queued for it is bounded by the sockets' buffers and the watermark, not by the flood.
+    expect(liar.receivedBytes).toBeLessThan(LIAR_FLOOD_BYTES / 4);
+    expect(liar.texts.some((t) => JSON.parse(t).type === "snapshot")).toBe(true);
+    liar.destroy();
   }, 60_000);
 
   test("a flood from a program that turned flow control off cannot be paused, yet the mirror's backlog stays bounded and the session lives", async () => {
