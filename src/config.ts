@@ -17,6 +17,8 @@ export interface HatchConfig {
   shell: string | null;
   /** Peers whose X-Forwarded-For is believed (HATCH_TRUSTED_PROXIES, comma separated IPs). */
   trustedProxies: string[];
+  /** Page origins, besides the web host's own, that may open a terminal WebSocket (HATCH_ALLOWED_ORIGINS). */
+  allowedOrigins: string[];
   /** Lifetime of a login session in hours (HATCH_SESSION_TTL_HOURS). */
   sessionTtlHours: number;
   /** Whether the process runs inside a container (labels Container Root vs Process Root). */
@@ -56,6 +58,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretKey: env.HATCH_SECRET_KEY ? secretKey(env.HATCH_SECRET_KEY) : null,
     shell: env.HATCH_SHELL?.trim() || null,
     trustedProxies: (env.HATCH_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    allowedOrigins: (env.HATCH_ALLOWED_ORIGINS ?? "").split(",").map((s) => s.trim()).filter(Boolean).map(origin),
     sessionTtlHours: positiveInt(env, "HATCH_SESSION_TTL_HOURS", DEFAULT_SESSION_TTL_HOURS, MAX_SESSION_TTL_HOURS),
     inContainer: env.HATCH_IN_CONTAINER ? oneOf(env, "HATCH_IN_CONTAINER", ["0", "1"] as const, "0") === "1" : detectContainer(),
     osMounts: (env.HATCH_OS_MOUNTS ?? "").split(",").map((s) => s.trim()).filter(Boolean).map((p) => resolve(cwd, p)),
@@ -88,6 +91,18 @@ function oneOf<T extends string>(env: Record<string, string | undefined>, name: 
   if (!raw) return fallback;
   if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`Cannot use ${name}="${raw}": expected one of ${allowed.join(", ")}`);
   return raw as T;
+}
+
+/** One page origin, `scheme://host[:port]` with nothing after it, as a browser sends it. */
+function origin(raw: string): string {
+  let url: URL | null = null;
+  try {
+    url = new URL(raw);
+  } catch {}
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== raw.replace(/\/$/, "")) {
+    throw new ConfigError(`Cannot use HATCH_ALLOWED_ORIGINS entry "${raw}": expected an origin such as https://hatch.example.com`);
+  }
+  return url.origin;
 }
 
 function secretKey(raw: string): string {

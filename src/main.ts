@@ -6,7 +6,7 @@ import { localUrl, type HatchConfig } from "./config.ts";
 import { openDatabase, type OpenDatabase } from "./db/index.ts";
 import { createPlatform, FEATURES, hasFeature, loadSecretKey, platformRoutes, type Platform } from "./platform/index.ts";
 import { cachedProbe } from "./confine/index.ts";
-import { createTerminalPart, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
+import { createTerminalPart, originPolicy, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
 import { fireRoutes, triggerRoutes, WebhookTokens } from "./fire/index.ts";
 import { createRunnerSpawner, runRoutes, startWorkflowsPart, workflowRoutes, type WorkflowsPart } from "./workflows/index.ts";
 import { defaultShellDeps, selectShell } from "./pty/index.ts";
@@ -45,6 +45,8 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     sessionTtlMs: config.sessionTtlHours * 3600_000,
   });
   const now = overrides.now ?? Date.now;
+  // Known once the web host listens (before the companion server does): port 0 picks one.
+  let webPort = config.port;
   const terminal = createTerminalPart({
     platform,
     dataDir: config.dataDir,
@@ -59,6 +61,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     now,
     reaperIntervalMs: overrides.reaperIntervalMs,
     accessRecheckMs: overrides.accessRecheckMs,
+    origins: originPolicy({ webPort: () => webPort, allowed: config.allowedOrigins }),
   });
   await terminal.start();
   const baseEnv = overrides.baseEnv ?? process.env;
@@ -89,6 +92,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   try {
     // Elysia asks Bun for SO_REUSEPORT by default: a second hatch on a busy port would start and silently take half the requests.
     web = app.listen({ port: config.port, hostname: config.host, reusePort: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES });
+    webPort = web.server!.port!;
     companion = await startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade });
   } catch (error) {
     await terminal.dispose();

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, localUrl } from "../src/config.ts";
 describe("configuration", () => {
   test("defaults: web 3100, companion 3101, ./data, loopback", () => {
     const config = loadConfig({}, "/srv/hatch");
-    expect(config).toMatchObject({ port: 3100, companionPort: 3101, dataDir: "/srv/hatch/data", host: "127.0.0.1", secretKey: null, shell: null, trustedProxies: [] });
+    expect(config).toMatchObject({ port: 3100, companionPort: 3101, dataDir: "/srv/hatch/data", host: "127.0.0.1", secretKey: null, shell: null, trustedProxies: [], allowedOrigins: [] });
   });
 
   test("HATCH_* values are parsed once and bad ones are named", () => {
@@ -20,6 +20,11 @@ describe("configuration", () => {
     // Only 0 and 1: "true" must not silently mean "not in a container".
     expect(() => loadConfig({ HATCH_IN_CONTAINER: "true" })).toThrow('HATCH_IN_CONTAINER="true"');
     expect(loadConfig({ HATCH_IN_CONTAINER: "1" }).inContainer).toBe(true);
+    // Page origins exactly as a browser sends them; a URL with a path would never match one.
+    expect(loadConfig({ HATCH_ALLOWED_ORIGINS: "https://hatch.example.com, http://10.0.0.5:8080/" }).allowedOrigins).toEqual(["https://hatch.example.com", "http://10.0.0.5:8080"]);
+    for (const raw of ["hatch.example.com", "https://hatch.example.com/app", "ftp://hatch.example.com", "*"]) {
+      expect(() => loadConfig({ HATCH_ALLOWED_ORIGINS: raw })).toThrow(`HATCH_ALLOWED_ORIGINS entry "${raw}"`);
+    }
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).toThrow("at least 32 characters");
     // The key itself is never echoed in the error.
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).not.toThrow("too-short-secret");

@@ -2,5 +2,6 @@
 export { startCompanionServer, type CompanionServer } from "./companion-server.ts";
 export { createConfinement, type Confinement } from "./confinement.ts";
 export { CONTAINER_ROOT } from "./destination.ts";
+export { originPolicy, type OriginPolicy } from "./origin-policy.ts";
 export { createTerminalPart, type TerminalPart, type TerminalPartOptions } from "./terminal-part.ts";
 export { CLOSE } from "./view-access.ts";

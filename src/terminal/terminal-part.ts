@@ -13,6 +13,7 @@ import {
 } from "../pty/index.ts";
 import { SourceStore } from "../sources/index.ts";
 import { createConfinement, type Confinement } from "./confinement.ts";
+import type { OriginPolicy } from "./origin-policy.ts";
 import { RejectionLog } from "./rejection-log.ts";
 import { terminalRoutes } from "./routes.ts";
 import { SourceDestinations } from "./source-destinations.ts";
@@ -38,6 +39,8 @@ export interface TerminalPartOptions {
   reaperIntervalMs?: number;
   /** How often an open terminal connection that sends nothing has its access re-checked. */
   accessRecheckMs?: number;
+  /** Which pages may open a terminal WebSocket. */
+  origins: OriginPolicy;
 }
 
 /** WebSocket input cap per connection (DESIGN.md): 64 KiB burst, 32 KiB/s refill. */
@@ -108,7 +111,13 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   let reaper: ReturnType<typeof setInterval> | null = null;
   return {
     routes: terminalRoutes({ platform, terminal, sources: destinations, confinement: () => confinement.status().mode ?? "unavailable" }),
-    onUpgrade: terminalUpgradeHandler({ platform, terminal, rejections: new RejectionLog((line) => console.warn(line)), accessRecheckMs: options.accessRecheckMs }),
+    onUpgrade: terminalUpgradeHandler({
+      platform,
+      terminal,
+      origins: options.origins,
+      rejections: new RejectionLog((line) => console.warn(line)),
+      accessRecheckMs: options.accessRecheckMs,
+    }),
     sessions,
     sources: store,
     confinement,

@@ -5,6 +5,7 @@ import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { HatchError, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
+import type { OriginPolicy } from "./origin-policy.ts";
 import type { RejectionLog } from "./rejection-log.ts";
 import type { TerminalService } from "./terminal-service.ts";
 import { parseTerminalUpgrade, type TerminalUpgrade } from "./upgrade-request.ts";
@@ -28,6 +29,8 @@ export interface TerminalSocketOptions {
   platform: Platform;
   terminal: TerminalService;
   rejections: RejectionLog;
+  /** Which pages may open a connection (checked before anything else is looked up). */
+  origins: OriginPolicy;
   /** How often an idle connection's access is re-checked; ACCESS_RECHECK_MS by default. */
   accessRecheckMs?: number;
 }
@@ -45,6 +48,13 @@ export function terminalUpgradeHandler(options: TerminalSocketOptions) {
     if (typeof upgrade === "string") {
       options.rejections.record(upgrade);
       socket.destroy();
+      return;
+    }
+    const origin = request.headers.origin;
+    if (!options.origins(typeof origin === "string" ? origin : undefined, request.headers.host!)) {
+      // Refused before any lookup, so it tells the page nothing about sessions; the status tells an operator why.
+      options.rejections.record("foreign_origin");
+      socket.end("HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => {

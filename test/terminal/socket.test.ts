@@ -187,4 +187,36 @@ describe("the terminal WebSocket", () => {
     // The same request, well formed, gets a handshake: the refusal above was about form alone.
     expect(await raw(upgrade("/ws/terminal/s", "127.0.0.1"))).toStartWith("HTTP/1.1 101");
   });
+
+  test("a page from a foreign origin is refused with 403 before any lookup; the web host's pages, the configured origins and clients that are not browsers get a handshake", async () => {
+    await using world = await startWorld({ HATCH_ALLOWED_ORIGINS: "https://hatch.example.com" });
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const companion = new URL(world.hatch.companionUrl);
+    const web = new URL(world.hatch.url);
+    const statusLine = (path: string, origin: string | null) =>
+      new Promise<string>((resolve) => {
+        const socket = connect(Number(companion.port), "127.0.0.1", () =>
+          socket.write(
+            `GET ${path} HTTP/1.1\r\nHost: ${companion.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n` +
+              `Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nCookie: ${owner.client.cookieHeader}\r\n${origin === null ? "" : `Origin: ${origin}\r\n`}\r\n`,
+          ),
+        );
+        socket.on("data", (d) => {
+          resolve(d.toString().split("\r\n")[0]!);
+          socket.destroy();
+        });
+        socket.on("close", () => resolve(""));
+      });
+    // Another port of the same host is the same site: the cookie goes along, so only the origin tells it apart.
+    const otherPort = [1, 2].map((d) => Number(web.port) + d).find((p) => p !== Number(companion.port));
+    for (const origin of [`http://127.0.0.1:${otherPort}`, "http://evil.example", "null", "file://", `http://localhost:${web.port}`]) {
+      expect(await statusLine("/ws/terminal/s", origin)).toBe("HTTP/1.1 403 Forbidden");
+      // The same answer for a session that does not exist: nothing was looked up.
+      expect(await statusLine("/ws/terminal/missing", origin)).toBe("HTTP/1.1 403 Forbidden");
+    }
+    for (const origin of [world.hatch.url, `https://127.0.0.1:${web.port}`, world.hatch.companionUrl, "https://hatch.example.com", null]) {
+      expect(await statusLine("/ws/terminal/s", origin)).toBe("HTTP/1.1 101 Switching Protocols");
+    }
+  });
 });
