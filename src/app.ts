@@ -1,9 +1,11 @@
 import { Elysia, ValidationError, type AnyElysia } from "elysia";
-import { HatchError } from "./platform/index.ts";
+import { forbidden, HatchError, isCrossOriginRequest } from "./platform/index.ts";
 
 /** Options for `createApp`: the route plugins of every part, already built with their collaborators. */
 export interface AppOptions {
   routes: AnyElysia[];
+  /** Page origins besides the web host's own whose browsers may change things (HATCH_ALLOWED_ORIGINS). */
+  allowedOrigins?: readonly string[];
   /** Where unexpected errors go (never to the client). */
   logError?: (error: unknown) => void;
 }
@@ -25,12 +27,19 @@ export interface ErrorBody {
 /**
  * Build the web host: every part's routes behind the one error mapping, so
  * each failure answers `{error:{code,message}}` with the specification's status
- * and never a stack trace or a secret.
+ * and never a stack trace or a secret. A browser's cross-origin request that
+ * would change something is refused before any route (see isCrossOriginRequest).
  */
 export function createApp(options: AppOptions) {
   const logError = options.logError ?? ((error: unknown) => console.error("hatch: unexpected error", error));
+  const allowedOrigins = new Set(options.allowedOrigins ?? []);
   let app: AnyElysia = new Elysia({ name: "hatch" })
     .error({ HatchError })
+    .onRequest(({ request }) => {
+      if (isCrossOriginRequest(request.method, request.headers, allowedOrigins)) {
+        throw forbidden("cross_origin_request", "Requests that change something are refused from another origin's pages; list the page's origin in HATCH_ALLOWED_ORIGINS if it is yours");
+      }
+    })
     .onError(({ code, error, set }) => {
       const answer = (status: number, errorCode: string, message: string): ErrorBody => {
         set.status = status;

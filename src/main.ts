@@ -77,6 +77,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   const workflows = startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv, spawn: runnerSpawn, now, ...overrides.workflows });
   const fireTokens = new WebhookTokens(workflows.triggers);
   const app = createApp({
+    allowedOrigins: config.allowedOrigins,
     routes: [
       platformRoutes(platform),
       terminal.routes,

@@ -4,6 +4,7 @@ export { Audit, type AuditEntry, type AuditEntryInput } from "./audit.ts";
 export { AuthSessions, SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 export { CallerResolver, can, isAdminRole, isProjectAdmin, requireFeature, requireProjectAdmin, routeNotFound, type Caller, type ProjectCaller } from "./caller.ts";
 export { type Clock, systemClock } from "./clock.ts";
+export { isCrossOriginRequest } from "./cross-origin.ts";
 export { HatchError, badRequest, conflict, forbidden, notFound, requireObjectBody, tooMany, unauthorized } from "./errors.ts";
 export { AGENT_PACKAGE, BUILTIN_ROLES, DEFAULT_GRANTS, FEATURES, WILDCARD, hasFeature, isFeatureName } from "./features.ts";
 export { constantTimeEqual, newId, randomToken, sha256Hex } from "./ids.ts";

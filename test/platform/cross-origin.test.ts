@@ -1,0 +1,48 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createSession, TERMINAL } from "../helpers/terminal.ts";
+import { startWorld } from "../helpers/world.ts";
+
+/** A page on another port of the same host: the same site, so the Lax cookie goes along. */
+const NEIGHBOUR = "http://127.0.0.1:8888";
+
+describe("requests from other origins' pages", () => {
+  test("a form on a neighbouring origin cannot run a command, log the user out, or change anything else in their name", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const marker = join(mkdtempSync(join(tmpdir(), "hatch-csrf-")), "ran");
+    const form = { "content-type": "application/x-www-form-urlencoded" };
+    // What an HTML form sends: a browser from before Sec-Fetch-Site names only the origin, a newer one says same-site.
+    for (const headers of [{ ...form, origin: NEIGHBOUR }, { ...form, origin: NEIGHBOUR, "sec-fetch-site": "same-site" }, { ...form, "sec-fetch-site": "cross-site" }]) {
+      const exec = await owner.client.request("POST", `${TERMINAL}/sessions/s/exec`, `command=touch+${encodeURIComponent(marker)}`, headers);
+      expect(exec.status).toBe(403);
+      expect(exec.body.error.code).toBe("cross_origin_request");
+      // A bodyless POST (what `fetch(url, {method: "POST", mode: "no-cors"})` sends) is refused too.
+      const { "content-type": _, ...bodyless } = headers;
+      expect((await owner.client.request("POST", "/api/auth/logout", undefined, bodyless)).status).toBe(403);
+      const multipart = `--X\r\nContent-Disposition: form-data; name="command"\r\n\r\ntouch ${marker}\r\n--X--\r\n`;
+      expect((await owner.client.request("POST", `${TERMINAL}/sessions/s/exec`, multipart, { ...headers, "content-type": "multipart/form-data; boundary=X" })).status).toBe(403);
+    }
+    expect(existsSync(marker)).toBe(false);
+    // Still signed in, and reading is not refused (another origin's page cannot read the answer anyway).
+    expect((await owner.client.request("GET", `${TERMINAL}/sessions`, undefined, { origin: NEIGHBOUR, "sec-fetch-site": "same-site" })).status).toBe(200);
+  });
+
+  test("the web host's own pages, pages from HATCH_ALLOWED_ORIGINS and clients that are not browsers are served", async () => {
+    await using world = await startWorld({ HATCH_ALLOWED_ORIGINS: "https://hatch.example.com" });
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const exec = (headers: Record<string, string>) => owner.client.request("POST", `${TERMINAL}/sessions/s/exec`, { command: "echo ok-$((6*7))" }, headers);
+    const own = new URL(world.hatch.url).origin;
+    const cases: Record<string, string>[] = [{}, { origin: own }, { "sec-fetch-site": "same-origin", origin: own }, { "sec-fetch-site": "none" }, { origin: "https://hatch.example.com", "sec-fetch-site": "cross-site" }];
+    for (const headers of cases) {
+      const answer = await exec(headers);
+      expect({ headers, status: answer.status, output: answer.body.output }).toEqual({ headers, status: 200, output: "ok-42\n" });
+    }
+    // A sandboxed frame's opaque origin is nobody's.
+    expect((await exec({ origin: "null" })).status).toBe(403);
+  });
+});
