@@ -8,6 +8,8 @@ import { runnerEnvironment } from "./runner-environment.ts";
 import type { RunnerCommandSpawner, RunnerProcess } from "./spawn-runner-command.ts";
 import type { CommandRunnerSettings } from "./workflow.ts";
 
+/** Name prefix of each run's scratch dir under the scratch root. */
+export const RUN_SCRATCH_PREFIX = "run-";
 /** Stdout a turn may write: a chat answer is kilobytes; a megabyte means a runaway loop. */
 export const MAX_COMMAND_OUTPUT_BYTES = 1024 * 1024;
 /** Stderr kept for the error on the run row: the end of it says what went wrong. */
@@ -38,7 +40,7 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
 
   /** Run one turn (see the class). */
   async run(request: RunnerRequest<CommandRunnerSettings>): Promise<RunnerResult> {
-    const scratch = await mkdtemp(join(this.options.scratchRoot, "run-"));
+    const scratch = await mkdtemp(join(this.options.scratchRoot, RUN_SCRATCH_PREFIX));
     try {
       const env = runnerEnvironment(this.options.baseEnv, { scratch, runId: request.runId, workflowId: request.workflow.id });
       const child = this.options.spawn({

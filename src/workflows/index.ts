@@ -31,6 +31,7 @@ export {
   createWorkflowStores,
   DEFAULT_POOL_SIZE,
   DEFAULT_RETRY_DELAYS_MS,
+  RUN_SCRATCH_FOLDER,
   startWorkflowsPart,
   type WorkflowStores,
   type WorkflowsPart,

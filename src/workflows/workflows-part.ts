@@ -2,6 +2,7 @@ import { join } from "node:path";
 import type { Db } from "../db/index.ts";
 import type { Platform } from "../platform/index.ts";
 import { CommandRunner } from "./command-runner.ts";
+import { killRunProcesses, removeRunScratch } from "./leftover-runs.ts";
 import { OpenAiRunner } from "./openai-runner.ts";
 import { RunBus } from "./run-bus.ts";
 import { Runs } from "./runs.ts";
@@ -67,16 +68,18 @@ export interface WorkflowsPart extends WorkflowStores, AsyncDisposable {
 }
 
 /**
- * Build the part and start it: flag outdated template installs, re-queue what a
- * previous process left, start the scheduler.
+ * Build the part and start it: clear what a previous process's runs left, flag
+ * outdated template installs, re-queue its queued runs, start the scheduler.
  */
 export function startWorkflowsPart(options: WorkflowsPartOptions): WorkflowsPart {
   const now = options.now ?? Date.now;
   const stores = createWorkflowStores(options.platform.db, now);
   const bus = new RunBus();
   const pool = new WorkerPool({ size: options.poolSize ?? DEFAULT_POOL_SIZE, onError: (e) => console.error("hatch: workflow run crashed", e) });
+  const scratchRoot = join(options.dataDir, RUN_SCRATCH_FOLDER);
+  clearLeftovers(stores.runs, scratchRoot);
   const runners = {
-    command: new CommandRunner({ spawn: options.spawn, baseEnv: options.baseEnv, scratchRoot: join(options.dataDir, RUN_SCRATCH_FOLDER) }),
+    command: new CommandRunner({ spawn: options.spawn, baseEnv: options.baseEnv, scratchRoot }),
     openai: new OpenAiRunner({ revealSecret: (projectId, id) => options.platform.secrets.reveal("project", projectId, id), fetch: options.fetch }),
   };
   const engine = new WorkflowEngine({
@@ -108,4 +111,16 @@ export function startWorkflowsPart(options: WorkflowsPartOptions): WorkflowsPart
       await engine[Symbol.asyncDispose]();
     },
   };
+}
+
+/**
+ * Before any run starts: kill the processes of runs a previous server left
+ * `running` (it crashed, or was killed, mid-run; `recover` then fails those
+ * runs), and remove the scratch dirs of every run it did not finish.
+ */
+function clearLeftovers(runs: Runs, scratchRoot: string): void {
+  const interrupted = runs.unfinished().filter((run) => run.status === "running").map((run) => run.id);
+  const killed = killRunProcesses(interrupted);
+  if (killed.length > 0) console.warn(`hatch: killed ${killed.length} processes left running by ${interrupted.length} runs of the previous server`);
+  removeRunScratch(scratchRoot);
 }
