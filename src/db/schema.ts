@@ -264,6 +264,23 @@ export const workflowRunEvents = sqliteTable(
   (t) => [primaryKey({ columns: [t.runId, t.seq] })],
 );
 
+/**
+ * What deleted workflows' runs spent, per project and hour of fire, so a spend
+ * limit still counts them after their runs are gone (the usage of the live
+ * runs is counted from the runs themselves). Rows older than a day are pruned.
+ */
+export const workflowSpendCarried = sqliteTable(
+  "workflow_spend_carried",
+  {
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    /** Hours since the epoch of the runs' fire. */
+    hour: integer("hour").notNull(),
+    runs: integer("runs").notNull(),
+    tokens: integer("tokens").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.hour] })],
+);
+
 /** Per-project spend limits that govern every fire; absent rows mean the defaults. */
 export const workflowSpendLimits = sqliteTable("workflow_spend_limits", {
   projectId: text("project_id").primaryKey().references(() => projects.id, { onDelete: "cascade" }),

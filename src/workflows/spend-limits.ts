@@ -1,5 +1,5 @@
-import { eq, gte, sql } from "drizzle-orm";
-import { workflowRuns, workflowSpendLimits, type Db } from "../db/index.ts";
+import { eq, gte, lt, sql } from "drizzle-orm";
+import { workflowRuns, workflowSpendCarried, workflowSpendLimits, type Db } from "../db/index.ts";
 import { badRequest, HatchError } from "../platform/index.ts";
 
 /** A project's spend limit over a rolling day. */
@@ -23,10 +23,10 @@ export const SPEND_LIMIT_REACHED = "spend_limit_reached";
 
 /**
  * Spend limits per project and the check every fire passes. Usage is kept in
- * hourly buckets in memory, loaded from the runs table on first use
- * and updated as runs are accepted and spend tokens: the check costs no query
- * however many runs a day holds (this process is the only one that fires; the
- * CLI never does).
+ * hourly buckets in memory, loaded on first use from the runs table (and from
+ * what deleted workflows' runs spent, see `keepUsageOf`) and updated as runs
+ * are accepted and spend tokens: the check costs no query however many runs a
+ * day holds (this process is the only one that fires; the CLI never does).
  */
 export class SpendLimits {
   readonly #usage = new Map<string, Map<number, { runs: number; tokens: number }>>();
@@ -99,6 +99,21 @@ export class SpendLimits {
     }
   }
 
+  /**
+   * A workflow is about to be deleted, and its runs with it: keep what they
+   * spent in the window on record, so that after a restart the day's usage
+   * still counts them (deleting a workflow must not reset the project's limit).
+   * The in-memory count already holds them and is left alone.
+   */
+  keepUsageOf(workflowId: string): void {
+    const since = (this.#hour(this.now()) - WINDOW_HOURS) * HOUR_MS;
+    this.db.run(sql`
+      INSERT INTO workflow_spend_carried (project_id, hour, runs, tokens)
+      SELECT project_id, queued_at / ${HOUR_MS} AS fired_hour, count(*), coalesce(sum(tokens_used), 0)
+      FROM workflow_runs WHERE workflow_id = ${workflowId} AND queued_at >= ${since} GROUP BY project_id, fired_hour
+      ON CONFLICT (project_id, hour) DO UPDATE SET runs = runs + excluded.runs, tokens = tokens + excluded.tokens`);
+  }
+
   /** Count an accepted run (or tokens a run spent) in the hour the run was fired. */
   record(projectId: string, queuedAt: number, spent: { runs?: number; tokens?: number }): void {
     const buckets = this.#buckets(projectId);
@@ -120,20 +135,19 @@ export class SpendLimits {
     return buckets;
   }
 
-  /** Read the window's usage of every project in one pass over the runs (once per process). */
+  /** Read the window's usage of every project in one pass over the runs and the deleted workflows' spend (once per process). */
   #load(): void {
     this.#loaded = true;
+    const oldest = this.#hour(this.now()) - WINDOW_HOURS;
     const hour = sql<number>`${workflowRuns.queuedAt} / ${sql.raw(String(HOUR_MS))}`;
-    const rows = this.db
+    const live = this.db
       .select({ projectId: workflowRuns.projectId, hour, runs: sql<number>`count(*)`, tokens: sql<number>`coalesce(sum(${workflowRuns.tokensUsed}), 0)` })
       .from(workflowRuns)
-      .where(gte(workflowRuns.queuedAt, (this.#hour(this.now()) - WINDOW_HOURS) * HOUR_MS))
+      .where(gte(workflowRuns.queuedAt, oldest * HOUR_MS))
       .groupBy(workflowRuns.projectId, hour)
       .all();
-    for (const row of rows) {
-      const buckets = this.#usage.get(row.projectId) ?? new Map();
-      buckets.set(Number(row.hour), { runs: Number(row.runs), tokens: Number(row.tokens) });
-      this.#usage.set(row.projectId, buckets);
-    }
+    this.db.delete(workflowSpendCarried).where(lt(workflowSpendCarried.hour, oldest)).run();
+    const carried = this.db.select().from(workflowSpendCarried).all();
+    for (const row of [...live, ...carried]) this.record(row.projectId, Number(row.hour) * HOUR_MS, { runs: Number(row.runs), tokens: Number(row.tokens) });
   }
 }

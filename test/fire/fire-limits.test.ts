@@ -1,6 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { startWorld } from "../helpers/world.ts";
-import { commandWorkflow, countRows, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config.ts";
+import { startHatch, type Hatch } from "../../src/main.ts";
+import { HttpClient } from "../helpers/http-client.ts";
+import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
+import { commandWorkflow, countRows, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
 
 const BAD_TOKEN = "wfk1_" + "C".repeat(43);
 
@@ -56,6 +62,40 @@ describe("limits of the fire endpoint", () => {
       { target: workflow.id, detail: { code: "spend_limit_reached", limit: "runs", trigger: "webhook" } },
     ]);
     expect((await member.client.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 0 });
+  });
+
+  test("deleting a workflow does not give its project back what its runs spent, even after a restart", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "hatch-spend-restart-"));
+    const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir });
+    try {
+      const signIn = async (hatch: Hatch) => {
+        const client = new HttpClient(hatch.url);
+        await client.post("/api/auth/login", { email: "owner@example.com", password: TEST_PASSWORD });
+        await client.post("/api/auth/project", { project: "spend" });
+        return client;
+      };
+      {
+        await using first = await startHatch(config);
+        const user = await first.platform.users.create("owner@example.com", TEST_PASSWORD);
+        first.platform.projects.create("spend", "Spend", user.id);
+        const owner = await signIn(first);
+        await owner.put("/api/workflows/spend-limit", { runsPerDay: 2, tokensPerDay: 100 });
+        const spent = await createWorkflow(owner, { name: "Spent", runner: { kind: "command", command: "echo ok" } });
+        for (let i = 0; i < 2; i++) await waitForRun(owner, spent.id, (await owner.post(`/api/workflows/${spent.id}/runs`, {})).body.id);
+        expect((await owner.delete(`/api/workflows/${spent.id}`)).status).toBe(200);
+        expect((await owner.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 0 });
+      }
+      await using second = await startHatch(config);
+      const owner = await signIn(second);
+      // The day's two runs still count, though their rows went with their workflow.
+      expect((await owner.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 0 });
+      const fresh = await createWorkflow(owner, { name: "Fresh", runner: { kind: "command", command: "echo ok" } });
+      const refused = await owner.post(`/api/workflows/${fresh.id}/runs`, {});
+      expect(refused.status).toBe(429);
+      expect(refused.body.error.code).toBe("spend_limit_reached");
+    } finally {
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   test("a spend limit of zero stops every fire, manual runs included", async () => {

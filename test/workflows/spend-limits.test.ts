@@ -61,4 +61,33 @@ describe("spend limits over a day counted in whole hours", () => {
     limits.record("p", FIRED_AT, { runs: 1 });
     expect(() => limits.check("p", false)).toThrow("The project's spend limit of 3 runs per day is reached");
   });
+
+  test("what a deleted workflow's runs spent is kept per hour, counted by the next process, and pruned once out of the window", () => {
+    using setup = limitsAt(FIRED_AT);
+    const { sqlite } = setup.database;
+    sqlite.exec(`INSERT INTO projects (id, slug, name, created_at) VALUES ('p', 'p', 'P', 0)`);
+    const addWorkflow = sqlite.prepare(
+      `INSERT INTO workflows (id, project_id, name, instruction, runner, runner_config, mode, status, schedule, created_by, created_at, updated_at) VALUES (?, 'p', ?, '', 'command', '{}', 'fresh', 'active', 'manual', 'u', 0, 0)`,
+    );
+    const addRun = sqlite.prepare(
+      `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at) VALUES (?, ?, 'p', ?, 'manual', 'fresh', 'succeeded', '{}', ?, ?)`,
+    );
+    for (const id of ["gone", "also-gone"]) addWorkflow.run(id, id);
+    addRun.run("run-1", "gone", 1, 5, FIRED_AT - HOUR);
+    addRun.run("run-2", "gone", 2, 7, FIRED_AT - HOUR);
+    addRun.run("run-3", "gone", 3, 100, FIRED_AT - 30 * HOUR);
+    addRun.run("run-4", "also-gone", 1, 11, FIRED_AT - HOUR);
+    const limits = setup.limits();
+    for (const id of ["gone", "also-gone"]) {
+      limits.keepUsageOf(id);
+      sqlite.exec(`DELETE FROM workflows WHERE id = '${id}'`);
+    }
+    expect(sqlite.query("SELECT count(*) AS n FROM workflow_runs").get()).toEqual({ n: 0 });
+    // Both workflows' runs of the same hour add up in one row; the run before the window was not kept.
+    expect(sqlite.query("SELECT hour, runs, tokens FROM workflow_spend_carried").all()).toEqual([{ hour: Math.floor((FIRED_AT - HOUR) / HOUR), runs: 3, tokens: 23 }]);
+    expect(setup.limits().usage("p")).toEqual({ runs: 3, tokens: 23 });
+    setup.clock.now = FIRED_AT + 25 * HOUR;
+    expect(setup.limits().usage("p")).toEqual({ runs: 0, tokens: 0 });
+    expect(sqlite.query("SELECT count(*) AS n FROM workflow_spend_carried").get()).toEqual({ n: 0 });
+  });
 });
