@@ -1,9 +1,7 @@
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createApp, MAX_REQUEST_BODY_BYTES } from "./app.ts";
 import { localUrl, type HatchConfig } from "./config.ts";
-import { openDatabase, type OpenDatabase } from "./db/index.ts";
+import { openDataDir, type OpenDatabase } from "./db/index.ts";
 import { createPlatform, FEATURES, hasFeature, loadSecretKey, platformRoutes, type Platform } from "./platform/index.ts";
 import { cachedProbe } from "./confine/index.ts";
 import { createTerminalPart, originPolicy, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
@@ -27,8 +25,6 @@ export interface Hatch {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** Name of the SQLite file inside the data dir. */
-export const DATABASE_FILE = "hatch.db";
 /** The checkout or install this server runs from: its code runs as the service, so no tab may write it. */
 const INSTALL_DIR = fileURLToPath(new URL("..", import.meta.url));
 
@@ -37,8 +33,8 @@ const INSTALL_DIR = fileURLToPath(new URL("..", import.meta.url));
  * Everything is built here and passed down; nothing below reads the environment.
  */
 export async function startHatch(config: HatchConfig, overrides: HatchOverrides = {}): Promise<Hatch> {
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const database = openDatabase(join(config.dataDir, DATABASE_FILE));
+  const database = openDataDir(config.dataDir);
+  for (const path of database.narrowed) console.warn(`hatch: ${path} was open to other users; narrowed it to its owner`);
   const platform = createPlatform({
     db: database.db,
     secretKey: await loadSecretKey(config),

@@ -1,7 +1,6 @@
-import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type HatchConfig } from "../config.ts";
-import { openDatabase } from "../db/index.ts";
+import { openDataDir } from "../db/index.ts";
 import { createPlatform, HatchError, loadSecretKey, type Platform } from "../platform/index.ts";
 import { UsageError, type Command, type CommandContext } from "./command.ts";
 
@@ -87,9 +86,7 @@ export async function runCli(
 }
 
 async function openPlatform(config: HatchConfig) {
-  const { mkdirSync } = await import("node:fs");
-  mkdirSync(config.dataDir, { recursive: true, mode: 0o700 });
-  const database = openDatabase(join(config.dataDir, "hatch.db"));
+  const database = openDataDir(config.dataDir);
   const platform = createPlatform({ db: database.db, secretKey: await loadSecretKey(config), sessionTtlMs: config.sessionTtlHours * 3600_000 });
   return { platform, close: () => database.close() };
 }

@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { DATABASE_FILE } from "../../src/main.ts";
+import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startWorld } from "../helpers/world.ts";
 import { answers, commandWorkflow, countRows, fire, firePath, issueToken, waitForRun } from "../helpers/workflows.ts";
 

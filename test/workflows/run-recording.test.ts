@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, spyOn, test } from "bun:test";
 import { join } from "node:path";
-import { DATABASE_FILE } from "../../src/main.ts";
+import { DATABASE_FILE } from "../../src/db/index.ts";
 import { HatchError } from "../../src/platform/index.ts";
 import type { FireRequest, Run } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";

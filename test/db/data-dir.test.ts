@@ -1,0 +1,55 @@
+import { describe, expect, test } from "bun:test";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DATABASE_FILE, openDataDir } from "../../src/db/index.ts";
+
+const modeOf = (path: string) => statSync(path).mode & 0o777;
+
+/** A parent dir open to everyone (as /srv or a home dir often is), removed after the test. */
+function openParent() {
+  const path = mkdtempSync(join(tmpdir(), "hatch-datadir-"));
+  chmodSync(path, 0o755);
+  return { path, [Symbol.dispose]: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+describe("the data dir", () => {
+  test("a new data dir and its database, with the WAL files SQLite adds, are its owner's alone", () => {
+    using parent = openParent();
+    const dataDir = join(parent.path, "data");
+    const database = openDataDir(dataDir);
+    database.sqlite.exec("CREATE TABLE probe (x); INSERT INTO probe VALUES (1)");
+    try {
+      expect(database.narrowed).toEqual([]);
+      expect(modeOf(dataDir)).toBe(0o700);
+      const db = join(dataDir, DATABASE_FILE);
+      expect([db, `${db}-wal`, `${db}-shm`].map(modeOf)).toEqual([0o600, 0o600, 0o600]);
+    } finally {
+      database.close();
+    }
+  });
+
+  test("an existing data dir and database open to other users are narrowed to their owner, never widened", () => {
+    using parent = openParent();
+    const dataDir = join(parent.path, "data");
+    mkdirSync(dataDir, { mode: 0o755 });
+    chmodSync(dataDir, 0o750);
+    const db = join(dataDir, DATABASE_FILE);
+    writeFileSync(db, "");
+    chmodSync(db, 0o644);
+    const first = openDataDir(dataDir);
+    first.close();
+    expect(first.narrowed).toEqual([dataDir, db]);
+    expect([modeOf(dataDir), modeOf(db)]).toEqual([0o700, 0o600]);
+    // An owner who took their own write bit away keeps it that way: only others' bits are removed.
+    chmodSync(dataDir, 0o500);
+    try {
+      const second = openDataDir(dataDir);
+      second.close();
+      expect(second.narrowed).toEqual([]);
+      expect(modeOf(dataDir)).toBe(0o500);
+    } finally {
+      chmodSync(dataDir, 0o700);
+    }
+  });
+});
