@@ -19,12 +19,12 @@ export { RUN_EVENT_TYPES, RunnerFailedError, RunnerUnavailableError, type Runner
 export { runnerEnvironment } from "./runner-environment.ts";
 export { FINISHED_STATUSES, RUN_NOT_RECORDED, Runs, type CancelPhase, type PendingRun, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
 export { manageableWorkflow, workflowRoutes, workflowView } from "./routes.ts";
-export { SCHEDULE_TIMEZONE, WorkflowScheduler } from "./scheduler.ts";
+export { WorkflowScheduler } from "./scheduler.ts";
 export { createRunnerSpawner, type RunnerCommandSpawner, type RunnerCommandSpec, type RunnerProcess, type RunnerSpawnerOptions } from "./spawn-runner-command.ts";
 export { DEFAULT_SPEND_LIMIT, SPEND_LIMIT_REACHED, SpendLimits, type SpendLimit } from "./spend-limits.ts";
 export { CHANNEL_ASSISTANT, NO_REPLY, TEMPLATES, type WorkflowTemplate } from "./templates.ts";
 export { Triggers, type StoredTokenHash, type Trigger, type TriggerKind } from "./triggers.ts";
-export { MANUAL_SCHEDULE, WORKFLOW_MODES, WORKFLOW_STATUSES, type RunnerSettings, type Workflow, type WorkflowMode, type WorkflowStatus } from "./workflow.ts";
+export { MANUAL_SCHEDULE, SCHEDULE_TIMEZONE, WORKFLOW_MODES, WORKFLOW_STATUSES, type RunnerSettings, type Workflow, type WorkflowMode, type WorkflowStatus } from "./workflow.ts";
 export { checkFireText, MAX_FIRE_TEXT_LENGTH, MAX_MESSAGE_TEXT_LENGTH, WorkflowEngine, type FireRequest, type MessageFire } from "./workflow-engine.ts";
 export { Workflows, type FireTarget, type NewWorkflow, type WorkflowPatch } from "./workflows.ts";
 export {

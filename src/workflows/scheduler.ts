@@ -1,10 +1,8 @@
 import { Cron } from "croner";
 import { HatchError } from "../platform/index.ts";
-import { MANUAL_SCHEDULE, type Workflow } from "./workflow.ts";
+import { MANUAL_SCHEDULE, SCHEDULE_TIMEZONE, type Workflow } from "./workflow.ts";
 import type { Workflows } from "./workflows.ts";
 
-/** Cron expressions are read in UTC, so a schedule means the same on every host. */
-export const SCHEDULE_TIMEZONE = "Etc/UTC";
 
 /** Collaborators of the scheduler. */
 export interface WorkflowSchedulerOptions {

@@ -1,6 +1,6 @@
 import { Cron } from "croner";
 import { badRequest } from "../platform/index.ts";
-import { MANUAL_SCHEDULE, type RunnerSettings } from "./workflow.ts";
+import { MANUAL_SCHEDULE, SCHEDULE_TIMEZONE, type RunnerSettings } from "./workflow.ts";
 
 /** Longest workflow name: it is a label on a card, not a description. */
 export const MAX_NAME_LENGTH = 80;
@@ -45,11 +45,16 @@ export function checkInstruction(instruction: string): string {
 export function checkSchedule(schedule: string): string {
   const trimmed = schedule.trim();
   if (trimmed === MANUAL_SCHEDULE) return trimmed;
+  let next: Date | null;
   try {
-    new Cron(trimmed, { paused: true, mode: "5-or-6-parts" }).stop();
+    const cron = new Cron(trimmed, { paused: true, mode: "5-or-6-parts", timezone: SCHEDULE_TIMEZONE });
+    next = cron.nextRun();
+    cron.stop();
   } catch (error) {
     throw badRequest("invalid_schedule", `Cannot use schedule "${trimmed}": ${(error as Error).message}`);
   }
+  // "0 0 30 2 *" (30 February) parses, and would sit on the card as scheduled while never firing.
+  if (next === null) throw badRequest("invalid_schedule", `Cannot use schedule "${trimmed}": it never fires`);
   return trimmed;
 }
 

@@ -12,6 +12,8 @@ export type WorkflowMode = (typeof WORKFLOW_MODES)[number];
 
 /** The schedule value of a workflow fired only by its triggers (and by hand). */
 export const MANUAL_SCHEDULE = "manual";
+/** Cron expressions are read in UTC, so a schedule means the same on every host. */
+export const SCHEDULE_TIMEZONE = "Etc/UTC";
 
 /** Settings of the `command` runner: a shell command line and its timeout. */
 export interface CommandRunnerSettings {

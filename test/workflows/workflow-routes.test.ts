@@ -74,6 +74,8 @@ describe("workflow management", () => {
       [{ name: "x", runner: { kind: "command", command: "  " } }, "invalid_command"],
       [{ name: "x", runner: { kind: "command", command: "true", timeoutSeconds: 0 } }, "invalid_timeout"],
       [{ name: "x", runner: { kind: "command", command: "true" }, schedule: "every tuesday" }, "invalid_schedule"],
+      // Well formed, but 30 February never comes.
+      [{ name: "x", runner: { kind: "command", command: "true" }, schedule: "0 0 30 2 *" }, "invalid_schedule"],
       [{ name: "x", runner: { kind: "command", command: "true" }, mode: "sometimes" }, "invalid_request"],
       [{ name: "x", runner: { kind: "shell", command: "true" } }, "invalid_request"],
       [{ name: "x", runner: { kind: "openai", baseUrl: "ftp://x", model: "m", apiKeySecret: "k" } }, "invalid_base_url"],
