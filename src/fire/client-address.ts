@@ -1,7 +1,51 @@
-/** `::ffff:203.0.113.7` and `203.0.113.7` are the same IPv4 peer. */
+/**
+ * One spelling per peer: `::ffff:203.0.113.7` is the IPv4 peer `203.0.113.7`,
+ * and an IPv6 address is written out in full (`2001:db8:0:0:0:0:0:1`), so a
+ * trusted proxy matches however the operator or the request wrote it.
+ */
 export function normalizeAddress(address: string): string {
   const trimmed = address.trim();
-  return trimmed.toLowerCase().startsWith("::ffff:") && trimmed.includes(".") ? trimmed.slice(7) : trimmed;
+  if (!trimmed.includes(":")) return trimmed;
+  const groups = ipv6Groups(trimmed);
+  if (!groups) return trimmed;
+  if (groups.slice(0, 5).every((g) => g === "0") && groups[5] === "ffff") {
+    const [high, low] = [parseInt(groups[6]!, 16), parseInt(groups[7]!, 16)];
+    return [high >> 8, high & 0xff, low >> 8, low & 0xff].join(".");
+  }
+  return groups.join(":");
+}
+
+/**
+ * The key a per-address cap counts under: an IPv4 address, or an IPv6
+ * address's /64. One IPv6 host is usually given a whole /64, so counting per
+ * address would give it 2^64 caps.
+ *
+ * @example
+ * rateKey("2001:db8:1:2:aaaa::1") // "2001:db8:1:2::/64"
+ */
+export function rateKey(address: string): string {
+  const groups = address.includes(":") ? ipv6Groups(address) : null;
+  return groups ? `${groups.slice(0, 4).join(":")}::/64` : address;
+}
+
+/** The eight groups of an IPv6 address (lower case, no leading zeros), or null when it is not one. */
+function ipv6Groups(address: string): string[] | null {
+  const halves = address.split("%")[0]!.toLowerCase().split("::");
+  if (halves.length > 2) return null;
+  const parse = (part: string) => (part === "" ? [] : part.split(":").flatMap((g) => (g.includes(".") ? ipv4Groups(g) : [g])));
+  const head = parse(halves[0]!);
+  const tail = halves.length === 2 ? parse(halves[1]!) : [];
+  const missing = 8 - head.length - tail.length;
+  if (missing < 0 || (halves.length === 1 && missing !== 0) || (halves.length === 2 && missing === 0)) return null;
+  const groups = [...head, ...Array<string>(missing).fill("0"), ...tail];
+  return groups.every((g) => /^[0-9a-f]{1,4}$/.test(g)) ? groups.map((g) => parseInt(g, 16).toString(16)) : null;
+}
+
+/** A dotted IPv4 tail of an IPv6 address as its two groups; an invalid one as a group that fails the check. */
+function ipv4Groups(dotted: string): string[] {
+  const bytes = dotted.split(".").map(Number);
+  if (bytes.length !== 4 || !bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) return ["invalid"];
+  return [((bytes[0]! << 8) | bytes[1]!).toString(16), ((bytes[2]! << 8) | bytes[3]!).toString(16)];
 }
 
 /**

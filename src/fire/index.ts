@@ -3,7 +3,7 @@
  * stored), rotation and revocation of webhook triggers, the per-address rate
  * cap and the trusted-proxy client address.
  */
-export { clientAddress, normalizeAddress } from "./client-address.ts";
+export { clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 export { MAX_FIRE_BODY_BYTES, readFireText } from "./fire-body.ts";
 export { FIRE_TOKEN_BYTES, FIRE_TOKEN_PREFIX, fireTokenMatches, hashFireToken, isFireTokenShaped, mintFireToken, type MintedFireToken } from "./fire-token.ts";
 export { RateLimiter, type RateLimiterOptions } from "./rate-limiter.ts";

@@ -1,7 +1,7 @@
 import { Elysia } from "elysia";
 import { HatchError, tooMany } from "../platform/index.ts";
 import type { WorkflowsPart } from "../workflows/index.ts";
-import { clientAddress, normalizeAddress } from "./client-address.ts";
+import { clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { readFireText } from "./fire-body.ts";
 import { RateLimiter } from "./rate-limiter.ts";
 import type { WebhookTokens } from "./webhook-tokens.ts";
@@ -51,7 +51,7 @@ export function fireRoutes(options: FireRoutesOptions) {
     "/api/webhooks/workflow/:id/fire",
     async ({ params, request, server, set }) => {
       const address = clientAddress(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trusted);
-      const gate = limiter.take(address);
+      const gate = limiter.take(rateKey(address));
       if (!gate.ok) {
         set.headers["retry-after"] = String(Math.ceil(gate.retryAfterMs / 1000));
         throw tooMany("rate_limited", "Too many fires from this address: try again in a minute");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { clientAddress, RateLimiter } from "../../src/fire/index.ts";
+import { clientAddress, normalizeAddress, RateLimiter, rateKey } from "../../src/fire/index.ts";
 
 describe("the client address and the rate limiter", () => {
   const proxies = new Set(["10.0.0.2", "10.0.0.3"]);
@@ -11,6 +11,24 @@ describe("the client address and the rate limiter", () => {
     expect(clientAddress("10.0.0.2", "192.0.2.66, 198.51.100.1, 10.0.0.3", proxies)).toBe("198.51.100.1");
     expect(clientAddress("::ffff:10.0.0.2", "198.51.100.1", proxies)).toBe("198.51.100.1");
     expect(clientAddress(undefined, "198.51.100.1", proxies)).toBe("unknown");
+  });
+
+  test("an address has one spelling, so a trusted IPv6 proxy matches however it was written", () => {
+    expect(normalizeAddress("::ffff:203.0.113.7")).toBe("203.0.113.7");
+    expect(normalizeAddress("0:0:0:0:0:ffff:cb00:7107")).toBe("203.0.113.7");
+    expect(normalizeAddress("2001:DB8::0001")).toBe("2001:db8:0:0:0:0:0:1");
+    expect(normalizeAddress("fe80::1%eth0")).toBe("fe80:0:0:0:0:0:0:1");
+    expect(clientAddress("2001:db8:0:0:0:0:0:2", "198.51.100.1", new Set([normalizeAddress("2001:db8::2")]))).toBe("198.51.100.1");
+    // Not addresses: left as they are (they then match nothing).
+    for (const junk of ["1::2::3", "1:2:3:4:5:6:7:8:9", "1:2:3:4::5:6:7:8", "::ffff:1.2.3.999", "unknown"]) expect(normalizeAddress(junk)).toBe(junk);
+  });
+
+  test("the cap counts an IPv4 address alone and an IPv6 address by its /64", () => {
+    expect(rateKey("203.0.113.7")).toBe("203.0.113.7");
+    expect(rateKey("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
+    expect(rateKey("2001:0db8:0001:0002:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(rateKey("2001:db8:1:3::1")).toBe("2001:db8:1:3::/64");
+    expect(rateKey("::1")).toBe("0:0:0:0::/64");
   });
 
   test("a fixed window per key: the cap, the wait, the next window, and 0 disables", () => {

@@ -33,6 +33,9 @@ describe("limits of the fire endpoint", () => {
     expect((await from("203.0.113.8")).status).toBe(401);
     // A client cannot dodge the cap by prepending addresses: the proxy appends the real one.
     expect((await fire(world, workflow.id, BAD_TOKEN, {}, { "x-forwarded-for": "192.0.2.1, 203.0.113.7" })).status).toBe(429);
+    // Nor by walking through the 2^64 addresses of its IPv6 /64; the next /64 is another client.
+    expect([(await from("2001:db8:1:2::a")).status, (await from("2001:db8:1:2::b")).status, (await from("2001:db8:1:2:ffff::c")).status]).toEqual([401, 401, 429]);
+    expect((await from("2001:db8:1:3::a")).status).toBe(401);
   });
 
   test("a fire past the project's runs-per-day limit is refused with 429 spend_limit_reached and recorded in the audit log", async () => {
