@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { createApp, MAX_REQUEST_BODY_BYTES } from "./app.ts";
 import { localUrl, type HatchConfig } from "./config.ts";
 import { openDataDir, type OpenDatabase } from "./db/index.ts";
-import { createPlatform, FEATURES, hasFeature, loadSecretKey, platformRoutes, type Platform } from "./platform/index.ts";
+import { createPlatform, DEFAULT_LOGIN_THROTTLE, FEATURES, hasFeature, loadSecretKey, LoginThrottle, platformRoutes, type Platform } from "./platform/index.ts";
 import { cachedProbe } from "./confine/index.ts";
 import { createTerminalPart, originPolicy, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
 import { fireRoutes, triggerRoutes, WebhookTokens } from "./fire/index.ts";
@@ -75,7 +75,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   const app = createApp({
     allowedOrigins: config.allowedOrigins,
     routes: [
-      platformRoutes(platform),
+      platformRoutes(platform, { trustedProxies: config.trustedProxies, loginThrottle: new LoginThrottle({ ...DEFAULT_LOGIN_THROTTLE, now }) }),
       terminal.routes,
       sourceRoutes({ platform, store: terminal.sources }),
       workflowRoutes({ platform, part: workflows }),

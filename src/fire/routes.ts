@@ -1,9 +1,7 @@
 import { Elysia } from "elysia";
-import { HatchError, tooMany } from "../platform/index.ts";
+import { clientAddress, HatchError, normalizeAddress, RateLimiter, rateKey, tooMany } from "../platform/index.ts";
 import type { WorkflowsPart } from "../workflows/index.ts";
-import { clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { readFireText } from "./fire-body.ts";
-import { RateLimiter } from "./rate-limiter.ts";
 import type { WebhookTokens } from "./webhook-tokens.ts";
 
 /**

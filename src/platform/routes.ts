@@ -1,22 +1,41 @@
 import { Elysia, t } from "elysia";
 import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 import { isAdminRole, requireProjectAdmin } from "./caller.ts";
-import { unauthorized, forbidden, notFound } from "./errors.ts";
+import { clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
+import { unauthorized, forbidden, notFound, tooMany } from "./errors.ts";
+import { LoginThrottle } from "./login-throttle.ts";
 import type { Platform } from "./platform.ts";
 
+/** What the platform routes need besides the platform. */
+export interface PlatformRoutesOptions {
+  /** Peers whose X-Forwarded-For names the client (HATCH_TRUSTED_PROXIES). */
+  trustedProxies: readonly string[];
+  /** Failed-login limits; DEFAULT_LOGIN_THROTTLE when absent. */
+  loginThrottle?: LoginThrottle;
+}
+
 /** Routes of the platform: login, the active project, settings, audit, secrets, roles, agents. */
-export function platformRoutes(platform: Platform) {
+export function platformRoutes(platform: Platform, options: PlatformRoutesOptions) {
   const { callers } = platform;
   const cookieOptions = (expires: Date) => ({ httpOnly: true, sameSite: "lax" as const, path: "/", expires });
+  const trusted = new Set(options.trustedProxies.map(normalizeAddress));
+  const throttle = options.loginThrottle ?? new LoginThrottle();
 
   return new Elysia({ name: "platform-routes" })
     .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
     .post(
       "/api/auth/login",
-      async ({ body, cookie, sessionToken }) => {
+      async ({ body, cookie, sessionToken, request, server, set }) => {
+        const client = rateKey(clientAddress(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trusted));
+        const wait = throttle.attempt(client, body.email);
+        if (wait > 0) {
+          set.headers["retry-after"] = String(Math.ceil(wait / 1000));
+          throw tooMany("too_many_logins", "Too many failed logins: try again later");
+        }
         const user = await platform.users.verifyLogin(body.email, body.password);
         // One answer for an unknown email and a wrong password.
         if (!user) throw unauthorized("Wrong email or password");
+        throttle.succeeded(client, body.email);
         await platform.sessions.destroy(sessionToken);
         const first = platform.projects.membershipsOf(user.id)[0];
         const { token, expiresAt } = await platform.sessions.create(user.id, first?.project.id ?? null);

@@ -70,7 +70,8 @@ export class Users {
   }
 }
 
-function normalizeEmail(email: string): string {
+/** The one spelling of an email address that hatch stores and compares. */
+export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 

@@ -29,9 +29,14 @@ describe("login, logout, me and the active project", () => {
     await using world = await startWorld();
     const user = await world.user();
     const form = `email=${encodeURIComponent(user.email)}&password=${encodeURIComponent(TEST_PASSWORD)}`;
-    const answer = await fetch(`${world.hatch.url}/api/auth/login`, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded", origin: "https://evil.example" }, body: form });
-    expect(answer.status).toBe(400);
-    expect(answer.headers.getSetCookie()).toEqual([]);
+    // A browser names the page it came from, and another origin's page is refused before the body is read;
+    // without that header (an old browser, a page the check let through) the body's type alone refuses it.
+    for (const [origin, status] of [["https://evil.example", 403], [null, 400]] as const) {
+      const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", ...(origin ? { origin } : {}) };
+      const answer = await fetch(`${world.hatch.url}/api/auth/login`, { method: "POST", headers, body: form });
+      expect(answer.status).toBe(status);
+      expect(answer.headers.getSetCookie()).toEqual([]);
+    }
     expect((await world.anonymous().post("/api/auth/login", { email: user.email, password: TEST_PASSWORD })).status).toBe(200);
   });
 
@@ -44,6 +49,40 @@ describe("login, logout, me and the active project", () => {
     expect(unknown.status).toBe(401);
     expect(wrong.body).toEqual(unknown.body);
     expect(wrong.headers.getSetCookie()).toEqual([]);
+  });
+
+  test("failed logins are limited per address and per email: past the limit even the right password gets 429 until the window ends", async () => {
+    const clock = { now: Date.now() };
+    await using world = await startWorld({ HATCH_TRUSTED_PROXIES: "127.0.0.1" }, { now: () => clock.now });
+    const user = await world.user();
+    const login = (password: string, from = "203.0.113.1") =>
+      world.anonymous().post("/api/auth/login", { email: user.email, password }, { "x-forwarded-for": from });
+    for (let i = 0; i < 10; i++) expect((await login("not the password")).status).toBe(401);
+    const refused = await login(TEST_PASSWORD);
+    expect(refused.status).toBe(429);
+    expect(refused.body.error).toEqual({ code: "too_many_logins", message: "Too many failed logins: try again later" });
+    expect(refused.headers.get("retry-after")).toBe("900");
+    expect(refused.headers.getSetCookie()).toEqual([]);
+    // The same /64 is the same client; another address is not held back by this one's failures.
+    expect((await login(TEST_PASSWORD, "2001:db8::1")).status).toBe(200);
+    clock.now += 15 * 60_000;
+    expect((await login(TEST_PASSWORD)).status).toBe(200);
+
+    // Guesses spread over many addresses meet the per-email limit (20), which holds for every address.
+    for (let i = 0; i < 20; i++) expect((await login("not the password", `198.51.100.${i}`)).status).toBe(401);
+    expect((await login(TEST_PASSWORD, "192.0.2.1")).status).toBe(429);
+    // Another user's email is not affected.
+    const other = await world.user("other");
+    expect((await world.anonymous().post("/api/auth/login", { email: other.email, password: TEST_PASSWORD }, { "x-forwarded-for": "192.0.2.1" })).status).toBe(200);
+  });
+
+  test("logins that succeed do not count, and a burst of parallel guesses cannot pass the limit before the first fails", async () => {
+    await using world = await startWorld();
+    const user = await world.user();
+    for (let i = 0; i < 12; i++) expect((await world.anonymous().post("/api/auth/login", { email: user.email, password: TEST_PASSWORD })).status).toBe(200);
+    const burst = await Promise.all(Array.from({ length: 30 }, () => world.anonymous().post("/api/auth/login", { email: user.email, password: "a guess" })));
+    const statuses = burst.map((answer) => answer.status).sort();
+    expect(statuses).toEqual([...Array<number>(10).fill(401), ...Array<number>(20).fill(429)]);
   });
 
   test("login rotates the session: the cookie from before stops working", async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { clientAddress, normalizeAddress, RateLimiter, rateKey } from "../../src/fire/index.ts";
+import { clientAddress, normalizeAddress, RateLimiter, rateKey } from "../../src/platform/index.ts";
 
 describe("the client address and the rate limiter", () => {
   const proxies = new Set(["10.0.0.2", "10.0.0.3"]);
@@ -38,6 +38,13 @@ describe("the client address and the rate limiter", () => {
     expect(limiter.take("b").ok).toBe(true);
     now += 60_000;
     expect(limiter.take("a").ok).toBe(true);
+    // A refund gives one request back within the window, never below zero.
+    limiter.take("c");
+    limiter.take("c");
+    limiter.refund("c");
+    limiter.refund("c");
+    limiter.refund("c");
+    expect([limiter.take("c").ok, limiter.take("c").ok, limiter.take("c").ok]).toEqual([true, true, false]);
     const off = new RateLimiter({ limit: 0, windowMs: 60_000 });
     for (let i = 0; i < 100; i++) expect(off.take("a").ok).toBe(true);
   });

@@ -44,6 +44,12 @@ export class RateLimiter {
     return { ok: true };
   }
 
+  /** Give back one request `take` counted for `key` in the current window (it turned out not to count). */
+  refund(key: string): void {
+    const window = this.#windows.get(key);
+    if (window && this.#now() - window.start < this.options.windowMs && window.count > 0) window.count--;
+  }
+
   #prune(now: number): void {
     const max = this.options.maxKeys ?? DEFAULT_MAX_KEYS;
     if (this.#windows.size <= max) return;
