@@ -16,6 +16,18 @@ export function normalizeAddress(address: string): string {
 }
 
 /**
+ * Did the client reach us over TLS? Directly (an https URL), or through a
+ * trusted proxy that ended TLS and says so in `X-Forwarded-Proto`; anyone
+ * else's say-so is ignored.
+ */
+export function cameOverTls(url: string, peer: string | null | undefined, forwardedProto: string | null, trustedProxies: ReadonlySet<string>): boolean {
+  if (url.startsWith("https:")) return true;
+  if (!peer || !trustedProxies.has(normalizeAddress(peer))) return false;
+  // A proxy chain lists one protocol per hop; the first is what the client used.
+  return forwardedProto?.split(",")[0]?.trim().toLowerCase() === "https";
+}
+
+/**
  * The key a per-address cap counts under: an IPv4 address, or an IPv6
  * address's /64. One IPv6 host is usually given a whole /64, so counting per
  * address would give it 2^64 caps.

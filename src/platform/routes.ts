@@ -1,7 +1,7 @@
 import { Elysia, t } from "elysia";
 import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 import { isAdminRole, requireProjectAdmin } from "./caller.ts";
-import { clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
+import { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { unauthorized, forbidden, notFound, tooMany } from "./errors.ts";
 import { LoginThrottle } from "./login-throttle.ts";
 import type { Platform } from "./platform.ts";
@@ -17,8 +17,15 @@ export interface PlatformRoutesOptions {
 /** Routes of the platform: login, the active project, settings, audit, secrets, roles, agents. */
 export function platformRoutes(platform: Platform, options: PlatformRoutesOptions) {
   const { callers } = platform;
-  const cookieOptions = (expires: Date) => ({ httpOnly: true, sameSite: "lax" as const, path: "/", expires });
   const trusted = new Set(options.trustedProxies.map(normalizeAddress));
+  // Secure whenever the browser came over TLS, so the cookie is never sent in the clear to this site again.
+  const cookieOptions = (expires: Date, request: Request, peer: string | undefined) => ({
+    httpOnly: true,
+    sameSite: "lax" as const,
+    path: "/",
+    expires,
+    secure: cameOverTls(request.url, peer, request.headers.get("x-forwarded-proto"), trusted),
+  });
   const throttle = options.loginThrottle ?? new LoginThrottle();
 
   return new Elysia({ name: "platform-routes" })
@@ -26,7 +33,8 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     .post(
       "/api/auth/login",
       async ({ body, cookie, sessionToken, request, server, set }) => {
-        const client = rateKey(clientAddress(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trusted));
+        const peer = server?.requestIP(request)?.address;
+        const client = rateKey(clientAddress(peer, request.headers.get("x-forwarded-for"), trusted));
         const wait = throttle.attempt(client, body.email);
         if (wait > 0) {
           set.headers["retry-after"] = String(Math.ceil(wait / 1000));
@@ -39,7 +47,7 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
         await platform.sessions.destroy(sessionToken);
         const first = platform.projects.membershipsOf(user.id)[0];
         const { token, expiresAt } = await platform.sessions.create(user.id, first?.project.id ?? null);
-        cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions(new Date(expiresAt)) });
+        cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions(new Date(expiresAt), request, peer) });
         return { user, project: first?.project ?? null, role: first?.role ?? null };
       },
       {
@@ -48,9 +56,9 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
         body: t.Object({ email: t.String({ maxLength: 320 }), password: t.String({ maxLength: 1024 }) }),
       },
     )
-    .post("/api/auth/logout", async ({ cookie, sessionToken }) => {
+    .post("/api/auth/logout", async ({ cookie, sessionToken, request, server }) => {
       await platform.sessions.destroy(sessionToken);
-      cookie[SESSION_COOKIE]!.set({ value: "", ...cookieOptions(new Date(0)) });
+      cookie[SESSION_COOKIE]!.set({ value: "", ...cookieOptions(new Date(0), request, server?.requestIP(request)?.address) });
       return { ok: true };
     })
     .get("/api/auth/me", async ({ sessionToken }) => {

@@ -25,6 +25,29 @@ describe("login, logout, me and the active project", () => {
     expect(JSON.stringify(me.body)).not.toContain("passwordHash");
   });
 
+  test("the cookie is Secure when the browser came over TLS: a trusted proxy's X-Forwarded-Proto says so, anyone else's does not", async () => {
+    await using world = await startWorld({ HATCH_TRUSTED_PROXIES: "127.0.0.1" });
+    const user = await world.user();
+    const cookieOf = async (headers: Record<string, string>) =>
+      (await world.anonymous().post("/api/auth/login", { email: user.email, password: TEST_PASSWORD }, headers)).headers.getSetCookie().find((c) => c.startsWith("hatch_session="))!;
+    expect(await cookieOf({ "x-forwarded-proto": "https" })).toMatch(/;\s*Secure/i);
+    expect(await cookieOf({ "x-forwarded-proto": "https, http" })).toMatch(/;\s*Secure/i);
+    expect(await cookieOf({ "x-forwarded-proto": "http" })).not.toMatch(/Secure/i);
+    expect(await cookieOf({})).not.toMatch(/Secure/i);
+    // Logging out over TLS clears the cookie with the same attributes.
+    const client = world.anonymous();
+    await client.post("/api/auth/login", { email: user.email, password: TEST_PASSWORD }, { "x-forwarded-proto": "https" });
+    const cleared = (await client.post("/api/auth/logout", undefined, { "x-forwarded-proto": "https" })).headers.getSetCookie()[0]!;
+    expect(cleared).toMatch(/^hatch_session=;.*Secure/i);
+  });
+
+  test("a peer that is not a trusted proxy cannot claim TLS", async () => {
+    await using world = await startWorld();
+    const user = await world.user();
+    const answer = await world.anonymous().post("/api/auth/login", { email: user.email, password: TEST_PASSWORD }, { "x-forwarded-proto": "https" });
+    expect(answer.headers.getSetCookie().find((c) => c.startsWith("hatch_session="))).not.toMatch(/Secure/i);
+  });
+
   test("login takes JSON only: a form-encoded body (what a cross-site form can send) signs nobody in", async () => {
     await using world = await startWorld();
     const user = await world.user();
