@@ -87,10 +87,8 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
     )
     .post(
       "/sessions/:id/resize",
-      ({ caller, params, query, body }) => {
-        requireFeature(caller, FEATURES.coreExecute);
-        const session = terminal.session(caller, params.id, query);
-        session.resize(null, body.cols, body.rows);
+      async ({ caller, params, query, body }) => {
+        await terminal.resize(caller, params.id, query, body.cols, body.rows);
         return { cols: body.cols, rows: body.rows };
       },
       { params: Id, query: Address, body: t.Object(Size) },

@@ -135,15 +135,18 @@ export class TerminalService {
     return !owner || !(await this.options.destinations.stillAllowed(owner, session.sourceSlug, session.authority));
   }
 
+  /**
+   * Resize the PTY from the HTTP route. The rules of a view that may type: core.execute,
+   * and a session whose source has not narrowed (its views are read-only then, resize included).
+   */
+  async resize(caller: ProjectCaller, sessionId: string, address: SessionAddress, cols: number, rows: number): Promise<void> {
+    const session = await this.#drivable(caller, sessionId, address);
+    session.resize(null, cols, rows);
+  }
+
   /** Run a command in the session's sandbox. */
   async exec(caller: ProjectCaller, sessionId: string, address: SessionAddress, command: string, timeoutSeconds?: number): Promise<ExecResult> {
-    requireFeature(caller, FEATURES.coreExecute);
-    const { namespace } = this.namespace(caller, address, sessionId);
-    const session = this.options.sessions.get({ ...namespace, id: sessionId });
-    // An exec starts new work under the authority the session was created with: refuse it once that authority narrowed, as a reattach is.
-    if (await this.narrowed(caller, session)) {
-      throw forbidden("source_narrowed", "This session's source no longer allows its owner to run commands in it");
-    }
+    const session = await this.#drivable(caller, sessionId, address);
     const { settings } = this.options.platform;
     const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds")) * 1000;
     const outputCapBytes = settings.get("terminalExecOutputCapBytes");
@@ -159,6 +162,18 @@ export class TerminalService {
       detail: { sessionUserId: session.key.userId, exitCode: result.exitCode, timedOut: result.timedOut, commandBytes: command.length },
     });
     return result;
+  }
+
+  /** A session the caller may drive (type into, resize, exec in), or the refusal. */
+  async #drivable(caller: ProjectCaller, sessionId: string, address: SessionAddress): Promise<PtySession> {
+    requireFeature(caller, FEATURES.coreExecute);
+    const { namespace } = this.namespace(caller, address, sessionId);
+    const session = this.options.sessions.get({ ...namespace, id: sessionId });
+    // New work runs under the authority the session was created with: refuse it once that authority narrowed, as a reattach is.
+    if (await this.narrowed(caller, session)) {
+      throw forbidden("source_narrowed", "This session's source no longer allows its owner to run commands in it");
+    }
+    return session;
   }
 
   #shell(requested: string | undefined): string {

@@ -207,7 +207,11 @@ describe("reattach re-checks authority", () => {
     expect(await refused.closed).toBe(4403);
     const exec = await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: "echo ran" });
     expect({ status: exec.status, code: exec.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
+    // Resizing over HTTP is driving the session too: refused like a read-only view's resize.
+    const resize = await member.client.post(`${TERMINAL}/sessions/d/resize`, { cols: 100, rows: 30 });
+    expect({ status: resize.status, code: resize.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
     const all = (await admin.client.get(`${TERMINAL}/sessions?scope=project`)).body.sessions;
+    expect(all.map((s: any) => [s.cols, s.rows])).toEqual([[80, 24]]);
     expect(all.map((s: any) => s.id)).toEqual(["d"]);
     expect((await admin.client.delete(`${TERMINAL}/sessions/d?userId=${member.user.id}`)).status).toBe(200);
   });
