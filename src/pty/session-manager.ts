@@ -39,6 +39,8 @@ export interface CreateSessionRequest {
   readOnly: boolean;
   /** Fingerprint of the authority the session is created under (reattach compares it). */
   authority: string;
+  /** The source tab it opens; an existing id must have been opened on the same one. */
+  sourceSlug: string;
   /** Working directory, derived from the source on the server; an existing id must match it. */
   cwd: string;
   /** Builds the launch once the scratch dir exists (its env points TMPDIR at it). */
@@ -162,6 +164,10 @@ export class SessionManager {
   }
 
   #sameDestination(session: PtySession, request: CreateSessionRequest): PtySession {
+    // Two sources can share a root with different rules: the session of one is never handed out as the other's.
+    if (request.sourceSlug !== session.sourceSlug) {
+      throw conflict("session_exists", `Cannot create session "${session.id}": it exists on another source`);
+    }
     if (request.cwd !== session.cwd) {
       throw conflict("session_exists", `Cannot create session "${session.id}": it exists with another working directory`);
     }

@@ -101,6 +101,7 @@ export class TerminalService {
       rows: body.rows ?? DEFAULT_SIZE.rows,
       readOnly: destination.readOnly,
       authority: destination.authority,
+      sourceSlug: destination.sourceSlug,
       cwd: destination.cwd,
       launch: (scratch) => ({
         sourceSlug: destination.sourceSlug,

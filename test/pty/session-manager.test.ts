@@ -41,7 +41,7 @@ test("a create whose spawn fails leaves no scratch dir and no terminal open on t
   try {
     const namespace = { userId: "u", projectId: "p", agentId: null };
     for (let i = 0; i < 5; i++) {
-      const create = manager.create({ namespace, id: `s${i}`, cols: 80, rows: 24, readOnly: false, authority: "{}", cwd: "/", launch: (scratch) => ({ sourceSlug: "x", cwd: "/", argv: ["/bin/sh"], env: {}, scratch, confine: null }) });
+      const create = manager.create({ namespace, id: `s${i}`, cols: 80, rows: 24, readOnly: false, authority: "{}", sourceSlug: "x", cwd: "/", launch: (scratch) => ({ sourceSlug: "x", cwd: "/", argv: ["/bin/sh"], env: {}, scratch, confine: null }) });
       await expect(create).rejects.toThrow("outside the source");
     }
     expect(readdirSync(base)).toEqual([]);

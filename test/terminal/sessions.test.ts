@@ -74,6 +74,24 @@ describe("terminal sessions over HTTP", () => {
     expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions).toEqual([expect.objectContaining({ id: "s1", cwd: "/" })]);
   });
 
+  test("an existing id opened on another source is 409, even where both sources share the root", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const writable = localSource(world, project, "docs", { member: "rwx" });
+    // A second tab on the same directory that only lets members read it.
+    const store = world.hatch.terminal.sources;
+    const readOnly = store.add(project.id, { slug: "docs-ro", kind: "local", root: writable.root });
+    store.addRule(readOnly, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
+    const first = await createSession(member.client, { sourceSlug: "docs", id: "s1" });
+    expect({ status: first.status, readOnly: first.body.readOnly }).toEqual({ status: 201, readOnly: false });
+    // Asking for the read-only tab must not hand back the writable session that holds the id.
+    const other = await createSession(member.client, { sourceSlug: "docs-ro", id: "s1" });
+    expect(other.status).toBe(409);
+    expect(other.body.error).toEqual({ code: "session_exists", message: 'Cannot create session "s1": it exists on another source' });
+    expect((await createSession(member.client, { sourceSlug: "docs", id: "s1" })).status).toBe(200);
+  });
+
   test("20 parallel creates of one id make one PTY and one scratch dir", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
