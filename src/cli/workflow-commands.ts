@@ -1,7 +1,16 @@
 import { localUrl } from "../config.ts";
 import { WebhookTokens } from "../fire/index.ts";
 import { forbidden, hasFeature, notFound, type Platform } from "../platform/index.ts";
-import { createWorkflowStores, RUN_FEATURE, WORKFLOW_MODES, type Run, type Workflow, type WorkflowMode } from "../workflows/index.ts";
+import {
+  createWorkflowStores,
+  MAX_TIMEOUT_SECONDS,
+  MIN_TIMEOUT_SECONDS,
+  RUN_FEATURE,
+  WORKFLOW_MODES,
+  type Run,
+  type Workflow,
+  type WorkflowMode,
+} from "../workflows/index.ts";
 import { str, UsageError, type Command } from "./command.ts";
 
 /** Runs `workflow runs` shows unless --limit says otherwise. */
@@ -26,13 +35,17 @@ function mode(value: string | boolean | undefined): WorkflowMode | undefined {
 function timeout(value: string | boolean | undefined): number | undefined {
   if (value === undefined) return undefined;
   const seconds = Number(value);
-  if (!Number.isInteger(seconds)) throw new UsageError("--timeout must be a whole number of seconds");
+  if (!Number.isInteger(seconds) || seconds < MIN_TIMEOUT_SECONDS || seconds > MAX_TIMEOUT_SECONDS) {
+    throw new UsageError(`--timeout must be a whole number of seconds from ${MIN_TIMEOUT_SECONDS} to ${MAX_TIMEOUT_SECONDS}`);
+  }
   return seconds;
 }
 
-/** One run as a line: number, status, trigger, then its answers or its error. */
+/** One run as a line: number, status, trigger, then its answers (and later background results) or its error. */
 function runLine(run: Run): string {
-  const answers = run.events.filter((e) => e.type === "answer").map((e) => JSON.stringify(e.text));
+  const answers = run.events
+    .filter((e) => e.type === "answer" || e.type === "background")
+    .map((e) => (e.type === "background" ? `background: ${JSON.stringify(e.text)}` : JSON.stringify(e.text)));
   const outcome = run.status === "failed" ? `error: ${run.error}` : run.cancelled ? `cancelled ${run.cancelled}` : answers.join(" ");
   return `#${run.number} ${run.status} (${run.trigger.kind}) ${run.id}${outcome ? `  ${outcome}` : ""}`;
 }

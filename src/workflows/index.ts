@@ -26,6 +26,7 @@ export { CHANNEL_ASSISTANT, NO_REPLY, TEMPLATES, type WorkflowTemplate } from ".
 export { Triggers, type StoredTokenHash, type Trigger, type TriggerKind } from "./triggers.ts";
 export { MANUAL_SCHEDULE, SCHEDULE_TIMEZONE, WORKFLOW_MODES, WORKFLOW_STATUSES, type RunnerSettings, type Workflow, type WorkflowMode, type WorkflowStatus } from "./workflow.ts";
 export { checkFireText, MAX_FIRE_TEXT_LENGTH, MAX_MESSAGE_TEXT_LENGTH, WorkflowEngine, type FireRequest, type MessageFire } from "./workflow-engine.ts";
+export { MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS } from "./workflow-rules.ts";
 export { Workflows, type FireTarget, type NewWorkflow, type WorkflowPatch } from "./workflows.ts";
 export {
   createWorkflowStores,

@@ -59,6 +59,19 @@ describe("the workflow CLI", () => {
     expect((await curlFire(url, rotated.token, "{}")).status).toBe(202);
   });
 
+  test("runs show the answers and the background results a command reported", async () => {
+    using dir = tempDataDir();
+    await cli(dir, ["admin", "user", "add", "--email", "owner@example.com", "--password", "owner pass 1"]);
+    await cli(dir, ["admin", "project", "add", "--slug", "demo", "--name", "Demo", "--owner", "owner@example.com"]);
+    const events = [{ type: "answer", text: "on it" }, { type: "note", text: "tool call" }, { type: "background", text: "report ready" }];
+    const command = `printf '%s\\n' ${events.map((e) => `'${JSON.stringify(e)}'`).join(" ")}`;
+    const workflow = (await cli(dir, ["workflow", "add", "--project", "demo", "--owner", "owner@example.com", "--name", "Reporter", "--command", command, "--json"])).json();
+    await using hatch = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir }));
+    const run = await hatch.workflows.engine.fire({ workflowId: workflow.id, trigger: { id: null, kind: "manual" }, source: { kind: "manual", userId: workflow.createdBy, email: "owner@example.com" } });
+    await waitFor(async () => (await cli(dir, ["workflow", "runs", "--workflow", workflow.id, "--json"])).json()[0]?.status === "succeeded", "the run");
+    expect((await cli(dir, ["workflow", "runs", "--workflow", workflow.id])).out.trim()).toBe(`#1 succeeded (manual) ${run.id}  "on it" background: "report ready"`);
+  });
+
   test("bad arguments exit 2 with usage and change nothing; a refused command exits 1", async () => {
     using dir = tempDataDir();
     await cli(dir, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"]);
@@ -75,9 +88,10 @@ describe("the workflow CLI", () => {
     // Understood but refused (an unknown id): exit 1 with one line, no usage.
     expect(await cli(dir, ["workflow", "token", "rotate", "--workflow", "wf-nope"])).toMatchObject({ code: 1, err: 'hatch: Cannot find workflow "wf-nope"\n' });
     expect((await cli(dir, ["workflow", "runs"])).err).toContain("--workflow is required");
-    const refused = await cli(dir, [...base, "--owner", "o@example.com", "--timeout", "0", "--json"]);
-    expect(refused.code).toBe(1);
-    expect(JSON.parse(refused.err).error.code).toBe("invalid_timeout");
+    for (const seconds of ["0", "3601", "1.5", "soon"]) {
+      const refused = await cli(dir, [...base, "--owner", "o@example.com", "--timeout", seconds]);
+      expect({ code: refused.code, err: refused.err }).toEqual({ code: 2, err: expect.stringContaining("--timeout must be a whole number of seconds from 1 to 3600") });
+    }
     expect((await cli(dir, ["workflow", "list", "--project", "p", "--json"])).json()).toEqual([]);
   });
 });
