@@ -3,6 +3,7 @@ import type { ControlMessage, ViewSink } from "./control-message.ts";
 import { InputGuard } from "./input-guard.ts";
 import type { PtyProcess } from "./pty-process.ts";
 import type { LaunchSpec, SpawnedPty } from "./launch-spec.ts";
+import { killMarkedProcesses, scratchMarks } from "./marked-processes.ts";
 import type { ScratchDir } from "./scratch-dir.ts";
 import type { SessionKey } from "./session-key.ts";
 import { SessionViews, type View, type ViewOptions } from "./session-views.ts";
@@ -273,7 +274,7 @@ export class PtySession {
     }
   }
 
-  /** Kill the process group, close the views, remove the scratch dir. Idempotent. */
+  /** Kill the process group and whatever left it, close the views, remove the scratch dir. Idempotent. */
   async destroy(reason: string): Promise<void> {
     if (this.#destroyed) return;
     this.#destroyed = true;
@@ -286,6 +287,8 @@ export class PtySession {
       const exited = await Promise.race([this.#process.exited.then(() => true), delay(KILL_GRACE_MS).then(() => false)]);
       if (!exited) this.#process.kill("SIGKILL");
     }
+    // What the session started outside its process group (setsid, nohup under job control) ends with it too.
+    killMarkedProcesses(scratchMarks(this.options.scratch.path));
     this.mirror.dispose();
     // Nothing waits on a destroy that could fail: a scratch dir left behind is removed by the orphan sweep at the next start.
     await this.options.scratch.remove().catch((error: unknown) => console.error(`hatch: cannot remove the scratch dir of session ${this.id}:`, error));

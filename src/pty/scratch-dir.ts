@@ -1,5 +1,6 @@
 import { chmod, lstat, mkdir, opendir, readdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
+import { killMarkedProcesses, scratchMarks } from "./marked-processes.ts";
 
 /**
  * Private scratch directories, one per PTY: `TMPDIR` and friends point there
@@ -100,7 +101,8 @@ export interface SweepOptions {
 }
 
 /**
- * Remove scratch directories left by an unclean exit. Only real directories
+ * Remove scratch directories left by an unclean exit, and end the processes
+ * still started from them. Only real directories
  * directly inside `base` whose name matches the scratch pattern exactly, and
  * that no live session owns, are removed. Symlinks are never followed (a link
  * named like a scratch directory is left alone, as is its target), other names
@@ -130,6 +132,8 @@ export async function sweepOrphanScratch(base: string, options: SweepOptions): P
     // symlink must read as a symlink here, never as its target.
     const info = await lstat(path).catch(() => null);
     if (!info?.isDirectory() || options.isLive(path)) continue;
+    // A session of a server that crashed can have left processes running in it: they end before their dir goes.
+    killMarkedProcesses(scratchMarks(path));
     try {
       await rm(path, { recursive: true, force: true });
       removed.push(path);

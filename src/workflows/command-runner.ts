@@ -1,10 +1,11 @@
 import { mkdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { killMarkedProcesses } from "../pty/index.ts";
 import { CommandOutput } from "./command-output.ts";
 import { renderDocument } from "./prompt.ts";
 import { RunnerFailedError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
-import { runnerEnvironment } from "./runner-environment.ts";
+import { runMark, runnerEnvironment } from "./runner-environment.ts";
 import type { RunnerCommandSpawner, RunnerProcess } from "./spawn-runner-command.ts";
 import type { CommandRunnerSettings } from "./workflow.ts";
 
@@ -95,7 +96,9 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
     clearTimeout(timer);
     request.signal.removeEventListener("abort", onAbort);
     // Whatever the command left running in the background ends with the run: the pool bounds runs, not leftovers.
+    // That includes what left the process group (setsid): everything the run started carries its HATCH_RUN_ID.
     child.kill("SIGKILL");
+    killMarkedProcesses(new Set([runMark(request.runId)]));
   }
 }
 

@@ -1,38 +1,18 @@
-import { readdirSync, readFileSync, rmSync } from "node:fs";
+import { readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { killMarkedProcesses } from "../pty/index.ts";
 import { RUN_SCRATCH_PREFIX } from "./command-runner.ts";
+import { runMark } from "./runner-environment.ts";
 
 /**
  * Kill the processes that runs of a previous server left running, and return
  * their pids. A runner command gets its own process group, killed when its run
  * ends; a server that crashed never ends it, and a bare or Landlock-only
  * command does not die with its parent (bwrap's do). Every runner command and
- * whatever it starts inherit `HATCH_RUN_ID=<run>` (see runnerEnvironment), a
- * mark that outlives `setsid` and cannot match a reused pid, so only those
- * runs' processes are hit.
+ * whatever it starts inherit `HATCH_RUN_ID=<run>` (see runnerEnvironment).
  */
-export function killRunProcesses(runIds: readonly string[], procRoot = "/proc"): number[] {
-  if (runIds.length === 0) return [];
-  const marks = new Set(runIds.map((id) => `HATCH_RUN_ID=${id}`));
-  const killed: number[] = [];
-  for (const name of readdirSync(procRoot)) {
-    const pid = Number(name);
-    if (!/^\d+$/.test(name) || pid === process.pid) continue;
-    let environ: string;
-    try {
-      environ = readFileSync(join(procRoot, name, "environ"), "latin1");
-    } catch {
-      continue; // gone meanwhile, or another user's
-    }
-    if (!environ.split("\0").some((entry) => marks.has(entry))) continue;
-    try {
-      process.kill(pid, "SIGKILL");
-      killed.push(pid);
-    } catch {
-      // Exited meanwhile.
-    }
-  }
-  return killed;
+export function killRunProcesses(runIds: readonly string[]): number[] {
+  return killMarkedProcesses(new Set(runIds.map(runMark)));
 }
 
 /**

@@ -15,3 +15,8 @@ export function runnerEnvironment(
   const { env } = buildSessionEnv({ base, scratch: run.scratch });
   return { ...env, HATCH_RUN_ID: run.runId, HATCH_WORKFLOW_ID: run.workflowId };
 }
+
+/** The environment entry every process of a run carries, whatever process group it ends up in. */
+export function runMark(runId: string): string {
+  return `HATCH_RUN_ID=${runId}`;
+}

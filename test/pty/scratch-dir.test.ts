@@ -156,6 +156,27 @@ describe("sweepOrphanScratch", () => {
     await live.remove();
   });
 
+  test("ends the processes a crashed server's session left running from an orphaned dir, and no one else's", async () => {
+    await using tmp = tempDir();
+    const base = join(tmp.path, "scratch");
+    const orphan = join(base, orphanName("e"));
+    const live = await createScratchDir(base);
+    mkdirSync(orphan, { recursive: true });
+    // As a session's programs are started: their temp dir is the scratch dir, whatever process group they are in.
+    const left = Bun.spawn(["sleep", "300"], { env: { PATH: process.env.PATH!, TMPDIR: orphan }, detached: true });
+    const kept = Bun.spawn(["sleep", "300"], { env: { PATH: process.env.PATH!, TMPDIR: live.path }, detached: true });
+    try {
+      await sweepOrphanScratch(base, { isLive: (path) => path === live.path });
+      expect(await left.exited).toBe(137);
+      expect(existsSync(orphan)).toBe(false);
+      expect(kept.killed || kept.exitCode !== null).toBe(false);
+    } finally {
+      left.kill("SIGKILL");
+      kept.kill("SIGKILL");
+      await live.remove();
+    }
+  });
+
   test("a base that does not exist yet has nothing to sweep", async () => {
     await using tmp = tempDir();
     expect(await sweepOrphanScratch(join(tmp.path, "missing"), { isLive: () => false })).toEqual({ removed: [] });

@@ -35,6 +35,27 @@ describe("terminal sessions over HTTP", () => {
     expect((await owner.client.delete(`${TERMINAL}/sessions/root1`)).status).toBe(404);
   });
 
+  test("what a session started outside its process group ends with it: on terminate, and when its shell exits", async () => {
+    await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    localSource(world, project, "docs", { member: "rwx" });
+    // Container Root (unconfined) and a Landlock-only tab: neither dies with a sandbox, so both need it.
+    for (const [person, sourceSlug, end] of [[owner, "container-root", "terminate"], [member, "docs", "exit"]] as const) {
+      await createSession(person.client, { sourceSlug, id: "s" });
+      const terminal = await attached(world, person, "s");
+      terminal.type("setsid sh -c 'echo escaped-$$-; exec sleep 300' & nohup sleep 301 >/dev/null 2>&1 & echo nohup-$!-\r");
+      await terminal.sees(/escaped-\d+-/);
+      await terminal.sees(/nohup-\d+-/);
+      const [escaped, nohup] = [/escaped-(\d+)-/, /nohup-(\d+)-/].map((re) => Number(re.exec(terminal.output)![1]));
+      expect([isAlive(escaped!), isAlive(nohup!)]).toEqual([true, true]);
+      if (end === "terminate") expect((await person.client.delete(`${TERMINAL}/sessions/s`)).status).toBe(200);
+      else terminal.type("exit\r");
+      await waitFor(() => !isAlive(escaped!) && !isAlive(nohup!), `the ${sourceSlug} session's escaped processes to end`);
+    }
+  });
+
   test("a create without a source is 400; a URI-shaped cwd is 400 and spawns nothing", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");

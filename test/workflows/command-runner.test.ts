@@ -83,20 +83,24 @@ describe("the command runner", () => {
     await waitFor(() => !isAlive(child), "the background child to die");
   });
 
-  test("a run that ends leaves nothing of its process group running, so the pool bound holds", async () => {
+  test("a run that ends leaves nothing running, in its process group or out of it (setsid), so the pool bound holds", async () => {
     // Under bwrap a confined run has its own PID namespace (the child dies with it, and its $! is not a host pid): bare runs there.
     for (const [env, confinedToo] of [[{}, false], [{ HATCH_CONFINEMENT: "landlock" }, true]] as const) {
       await using world = await startWorld(env, { workflows: { poolSize: 1 } });
       // Two projects: memberWithBareRuns grants exec.unconfined to the whole member role of its project.
       const people = [await memberWithBareRuns(world, await world.project()), ...(confinedToo ? [await world.signedIn(await world.project(), "member")] : [])];
       const leavesAChild = "sleep 300 > /dev/null 2>&1 < /dev/null & echo $!";
+      // The command ends only once the child is in a session of its own (it writes its pid after setsid), so the group kill cannot reach it.
+      const escapesTheGroup = `setsid sh -c 'echo $$ > "$TMPDIR/escaped"; exec sleep 300' > /dev/null 2>&1 < /dev/null & until [ -s "$TMPDIR/escaped" ]; do sleep 0.01; done; cat "$TMPDIR/escaped"`;
       for (const person of people) {
-        const workflow = await commandWorkflow(person, leavesAChild, { mode: "fresh" });
-        const { token } = await issueToken(person.client, workflow.id);
-        const run = await waitForRun(person.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
-        expect(run.status).toBe("succeeded");
-        const child = Number(answers(run)[0]);
-        await waitFor(() => !isAlive(child), "the background child to die");
+        for (const command of [leavesAChild, escapesTheGroup]) {
+          const workflow = await commandWorkflow(person, command, { mode: "fresh" });
+          const { token } = await issueToken(person.client, workflow.id);
+          const run = await waitForRun(person.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+          expect(run.status).toBe("succeeded");
+          const child = Number(answers(run)[0]);
+          await waitFor(() => !isAlive(child), `the child of "${command}" to die`);
+        }
       }
     }
   });
