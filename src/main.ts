@@ -3,7 +3,7 @@ import { createApp, MAX_REQUEST_BODY_BYTES } from "./app.ts";
 import { localUrl, type HatchConfig } from "./config.ts";
 import { openDataDir, type OpenDatabase } from "./db/index.ts";
 import { createPlatform, DEFAULT_LOGIN_THROTTLE, FEATURES, hasFeature, loadSecretKey, LoginThrottle, platformRoutes, type Platform } from "./platform/index.ts";
-import { cachedProbe } from "./confine/index.ts";
+import { cachedProbe, dotenvFiles } from "./confine/index.ts";
 import { createTerminalPart, originPolicy, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
 import { fireRoutes, triggerRoutes, WebhookTokens } from "./fire/index.ts";
 import { createRunnerSpawner, runRoutes, startWorkflowsPart, workflowRoutes, type WorkflowsPart } from "./workflows/index.ts";
@@ -43,9 +43,12 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   const now = overrides.now ?? Date.now;
   // Known once the web host listens (before the companion server does): port 0 picks one.
   let webPort = config.port;
+  // Never readable from a tab or a run: the database and key, and the .env files Bun loaded secrets from.
+  const protectedPaths = [config.dataDir, ...dotenvFiles([INSTALL_DIR, process.cwd()])];
   const terminal = createTerminalPart({
     platform,
     dataDir: config.dataDir,
+    protectedPaths,
     installDir: INSTALL_DIR,
     inContainer: config.inContainer,
     osMounts: config.osMounts,
@@ -64,7 +67,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   const runnerSpawn = createRunnerSpawner({
     shell: selectShell("runner", defaultShellDeps({ ...baseEnv, HATCH_SHELL: config.shell ?? undefined })),
     planner: terminal.confinement.status().mode ? terminal.confinement.command : null,
-    protectedPaths: [config.dataDir],
+    protectedPaths,
     unconfined: (projectId, userId) => {
       const role = platform.projects.roleOf(projectId, userId);
       return role !== null && hasFeature(platform.roles.featuresOf(projectId, role), FEATURES.execUnconfined);

@@ -1,3 +1,6 @@
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+
 /**
  * Host files that uid 0 can read by plain ownership, no capability needed.
  * hatch runs as root, and both modes keep uid 0 (bwrap maps it to itself;
@@ -34,3 +37,23 @@ export const HOST_SECRET_PATHS: readonly string[] = [
   "/var/backups",
   "/var/spool/cron",
 ];
+
+/**
+ * The `.env` files (`.env`, `.env.local`, `.env.production`, ...) directly in
+ * `dirs`: Bun loads them from the directory the service starts in, so an
+ * operator's HATCH_SECRET_KEY or API keys often live there, in a checkout every
+ * tab can otherwise read. The composition root hides them like the data dir.
+ */
+export function dotenvFiles(dirs: readonly string[]): string[] {
+  const found = new Set<string>();
+  for (const dir of dirs) {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      continue;
+    }
+    for (const name of names) if (name === ".env" || name.startsWith(".env.")) found.add(join(dir, name));
+  }
+  return [...found];
+}

@@ -21,7 +21,7 @@ export {
   planConfinedCommand,
 } from "./confined-command.ts";
 export { formatHelperArgs, type HelperArgs, parseHelperArgs } from "./helper-args.ts";
-export { HOST_SECRET_PATHS } from "./host-secrets.ts";
+export { dotenvFiles, HOST_SECRET_PATHS } from "./host-secrets.ts";
 export { DEFAULT_MIN_ABI, DEVICE_RIGHTS, FS, LIST_RIGHTS, READ_RIGHTS, WRITE_RIGHTS } from "./landlock-abi.ts";
 export { compileRules, type PathGrant, type TreeReader } from "./landlock-rules.ts";
 export { cachedProbe, type ConfinementProbe, probeConfinement, type ProbeOptions } from "./probe.ts";

@@ -24,6 +24,8 @@ import { terminalUpgradeHandler } from "./terminal-socket.ts";
 export interface TerminalPartOptions {
   platform: Platform;
   dataDir: string;
+  /** Never readable from a tab: the data dir, and the service's own secret files. */
+  protectedPaths: string[];
   /** The service's own code (the checkout or install): readable from tabs, never writable. */
   installDir: string;
   inContainer: boolean;
@@ -63,7 +65,6 @@ export interface TerminalPart {
 /** Build the terminal part over the platform. */
 export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   const { platform } = options;
-  const protectedPaths = [options.dataDir];
   const confinement = createConfinement({ probe: options.probe, preferBwrap: options.preferBwrap, neverWritable: [options.installDir] });
   const backend = options.ptyBackend === "bun-pty" ? bunPtyBackend : bunTerminalBackend;
   const parser = new ParserThread();
@@ -76,7 +77,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
       scrollbackLines: () => platform.settings.get("terminalScrollbackLines"),
       idleShutdownMs: () => platform.settings.get("terminalIdleShutdownMinutes") * 60_000,
     },
-    protectedPaths,
+    protectedPaths: options.protectedPaths,
     inputBucket: INPUT_BUCKET,
     now: options.now,
     onBlocked: (session, view, reason) =>
@@ -93,7 +94,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   const destinations = new SourceDestinations({
     store,
     osMounts: options.osMounts,
-    protectedPaths,
+    protectedPaths: options.protectedPaths,
     inContainer: options.inContainer,
     confinement: () => confinement.status(),
     now: options.now,

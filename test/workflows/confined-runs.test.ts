@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createSession, localSource, TERMINAL } from "../helpers/terminal.ts";
 import { answers, commandWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -21,6 +23,34 @@ describe("confined runs", () => {
     expect(run.status).toBe("succeeded");
     expect(answers(run)).toEqual(["outside-denied\nscratch-written\nkey-denied\ntcp-denied"]);
     expect(existsSync(outside)).toBe(false);
+  });
+
+  test("the .env files of the directory the service started in are hidden from confined tabs and runs", async () => {
+    for (const confinement of ["landlock", "auto"]) {
+      // Started from a directory holding the operator's .env, as `npm start` in a checkout would be.
+      const startDir = mkdtempSync(join(tmpdir(), "hatch-start-"));
+      writeFileSync(join(startDir, ".env"), "HATCH_SECRET_KEY=operator-secret-material-0123456789abcdef\n");
+      writeFileSync(join(startDir, ".env.local"), "OPENAI_API_KEY=sk-operator\n");
+      writeFileSync(join(startDir, "notes.txt"), "public-notes\n");
+      const before = process.cwd();
+      process.chdir(startDir);
+      await using world = await startWorld({ HATCH_CONFINEMENT: confinement }).finally(() => process.chdir(before));
+      world.onDispose(() => rmSync(startDir, { recursive: true, force: true }));
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      localSource(world, project, "docs", { member: "rwx" });
+      const probe = [".env", ".env.local", "notes.txt"].map((f) => `cat ${join(startDir, f)} 2>/dev/null || echo ${f}-denied`).join("; ");
+      await createSession(member.client, { sourceSlug: "docs", id: "s" });
+      const tab = await member.client.post(`${TERMINAL}/sessions/s/exec`, { command: probe });
+      // bwrap gives a tab its own /tmp, so the directory's other files are only visible with Landlock alone.
+      const notes = confinement === "landlock" ? "public-notes" : "notes.txt-denied";
+      expect({ confinement, output: tab.body.output }).toEqual({ confinement, output: `.env-denied\n.env.local-denied\n${notes}\n` });
+      const workflow = await commandWorkflow(member, probe);
+      const { token } = await issueToken(member.client, workflow.id);
+      const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+      // A run reads less than a tab (nothing of /tmp): only the .env files matter here.
+      expect({ confinement, lines: answers(run)[0]!.split("\n").slice(0, 2) }).toEqual({ confinement, lines: [".env-denied", ".env.local-denied"] });
+    }
   });
 
   test("a creator holding exec.unconfined gets the bare spawn, as in a source tab", async () => {
