@@ -5,6 +5,8 @@ import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./flow-control.ts";
 /** Input made only of Ctrl+C, Ctrl+Z and Ctrl+\ (the tty's INTR, SUSP and QUIT keys). */
 const SIGNAL_KEYS = /^[\x03\x1a\x1c]+$/;
 
+/** How often a lagging view's connection is looked at while it drains. */
+const DRAIN_POLL_MS = 50;
 /** WebSocket close code for "the server hit an unexpected condition". */
 const CLOSE_INTERNAL_ERROR = 1011;
 
@@ -33,6 +35,10 @@ export class View {
   catchingUp = false;
   /** Fell behind: receives nothing until it acks, then gets a fresh snapshot. */
   lagging = false;
+  /** What the connection held just after the last snapshot went out (the snapshot is never acked). */
+  snapshotAllowance = 0;
+  /** Waiting for the connection to drain before a catch-up snapshot. */
+  waitingToDrain = false;
   closed = false;
   #canWrite: boolean;
 
@@ -162,17 +168,32 @@ export class SessionViews {
     for (const view of this.#views.values()) view.sink.control(message);
   }
 
-  /**
-   * A client acknowledged `bytes` of output. An ack vouches only for bytes
-   * that left this server: what the connection still holds stays unacknowledged,
-   * so a client that acks output it never read cannot make the server queue
-   * without bound (it lags, or pauses the PTY, like one that stopped acking).
-   */
+  /** A client acknowledged `bytes` of output. */
   ack(view: View, bytes: number): void {
-    view.unacked = Math.max(0, view.unacked - bytes, view.sink.buffered());
+    view.unacked = Math.max(0, view.unacked - bytes);
     if (view.unacked >= LOW_WATERMARK_BYTES) return;
-    if (view.lagging && !view.catchingUp) this.#catchUp(view);
+    if (view.lagging && !view.catchingUp) this.#catchUpOnceDrained(view);
     if (this.#leaseHolder === view.id) this.#resumeIfPaused();
+  }
+
+  /**
+   * Catch a lagging view up once its connection has (nearly) drained. Acks are
+   * the client's word; the connection's queue is the fact: a client that acks
+   * output it never read must not be sent snapshot after snapshot into a
+   * socket nobody reads. An honest client's queue drains as it reads, and the
+   * view is caught up then, ack or no ack.
+   */
+  #catchUpOnceDrained(view: View): void {
+    if (view.waitingToDrain || view.closed) return;
+    if (view.sink.buffered() < HIGH_WATERMARK_BYTES) return this.#catchUp(view);
+    view.waitingToDrain = true;
+    const poll = () => {
+      if (view.closed) return;
+      if (view.sink.buffered() >= HIGH_WATERMARK_BYTES) return void setTimeout(poll, DRAIN_POLL_MS);
+      view.waitingToDrain = false;
+      if (view.lagging && !view.catchingUp) this.#catchUp(view);
+    };
+    setTimeout(poll, DRAIN_POLL_MS);
   }
 
   /**
@@ -202,6 +223,7 @@ export class SessionViews {
     view.lagging = false;
     view.catchingUp = false;
     view.sink.control({ type: "snapshot", ...snapshot });
+    view.snapshotAllowance = view.sink.buffered();
     if (tail.length) this.#send(view, tail);
   }
 
@@ -218,9 +240,10 @@ export class SessionViews {
   #send(view: View, bytes: Uint8Array): void {
     const holder = this.#leaseHolder === view.id;
     // An observer never gets past the high watermark: it lags instead and catches up by snapshot.
-    // Nor does any view whose connection already holds that much unsent: its client is not reading,
-    // whatever it acks, and a paused PTY may still hand over what it had buffered.
-    if ((!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) || view.sink.buffered() > HIGH_WATERMARK_BYTES) {
+    // Nor does any view whose connection holds that much more than its last snapshot unsent: its
+    // client is not reading, whatever it acks (and a paused PTY may still hand over what it had buffered).
+    const backedUp = view.sink.buffered() > HIGH_WATERMARK_BYTES + view.snapshotAllowance;
+    if ((!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) || backedUp) {
       view.lagging = true;
       return;
     }
