@@ -73,7 +73,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
       return role !== null && hasFeature(platform.roles.featuresOf(projectId, role), FEATURES.execUnconfined);
     },
   });
-  const workflows = startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv, spawn: runnerSpawn, now, ...overrides.workflows });
+  const workflows = await startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv, spawn: runnerSpawn, now, ...overrides.workflows });
   const fireTokens = new WebhookTokens(workflows.triggers);
   const app = createApp({
     allowedOrigins: config.allowedOrigins,

@@ -288,7 +288,7 @@ export class PtySession {
       if (!exited) this.#process.kill("SIGKILL");
     }
     // What the session started outside its process group (setsid, nohup under job control) ends with it too.
-    killMarkedProcesses(scratchMarks(this.options.scratch.path));
+    await killMarkedProcesses(scratchMarks(this.options.scratch.path)).catch((error: unknown) => console.error(`hatch: cannot end the processes of session ${this.id}:`, error));
     this.mirror.dispose();
     // Nothing waits on a destroy that could fail: a scratch dir left behind is removed by the orphan sweep at the next start.
     await this.options.scratch.remove().catch((error: unknown) => console.error(`hatch: cannot remove the scratch dir of session ${this.id}:`, error));

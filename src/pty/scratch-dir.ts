@@ -133,7 +133,7 @@ export async function sweepOrphanScratch(base: string, options: SweepOptions): P
     const info = await lstat(path).catch(() => null);
     if (!info?.isDirectory() || options.isLive(path)) continue;
     // A session of a server that crashed can have left processes running in it: they end before their dir goes.
-    killMarkedProcesses(scratchMarks(path));
+    await killMarkedProcesses(scratchMarks(path)).catch(() => []);
     try {
       await rm(path, { recursive: true, force: true });
       removed.push(path);

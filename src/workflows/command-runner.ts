@@ -98,7 +98,7 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
     // Whatever the command left running in the background ends with the run: the pool bounds runs, not leftovers.
     // That includes what left the process group (setsid): everything the run started carries its HATCH_RUN_ID.
     child.kill("SIGKILL");
-    killMarkedProcesses(new Set([runMark(request.runId)]));
+    await killMarkedProcesses(new Set([runMark(request.runId)])).catch((error: unknown) => console.error(`hatch: cannot end the processes of run ${request.runId}:`, error));
   }
 }
 

@@ -11,7 +11,7 @@ import { runMark } from "./runner-environment.ts";
  * command does not die with its parent (bwrap's do). Every runner command and
  * whatever it starts inherit `HATCH_RUN_ID=<run>` (see runnerEnvironment).
  */
-export function killRunProcesses(runIds: readonly string[]): number[] {
+export function killRunProcesses(runIds: readonly string[]): Promise<number[]> {
   return killMarkedProcesses(new Set(runIds.map(runMark)));
 }
 

@@ -71,13 +71,13 @@ export interface WorkflowsPart extends WorkflowStores, AsyncDisposable {
  * Build the part and start it: clear what a previous process's runs left, flag
  * outdated template installs, re-queue its queued runs, start the scheduler.
  */
-export function startWorkflowsPart(options: WorkflowsPartOptions): WorkflowsPart {
+export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise<WorkflowsPart> {
   const now = options.now ?? Date.now;
   const stores = createWorkflowStores(options.platform.db, now);
   const bus = new RunBus();
   const pool = new WorkerPool({ size: options.poolSize ?? DEFAULT_POOL_SIZE, onError: (e) => console.error("hatch: workflow run crashed", e) });
   const scratchRoot = join(options.dataDir, RUN_SCRATCH_FOLDER);
-  clearLeftovers(stores.runs, scratchRoot);
+  await clearLeftovers(stores.runs, scratchRoot);
   const runners = {
     command: new CommandRunner({ spawn: options.spawn, baseEnv: options.baseEnv, scratchRoot }),
     openai: new OpenAiRunner({ revealSecret: (projectId, id) => options.platform.secrets.reveal("project", projectId, id), fetch: options.fetch }),
@@ -118,9 +118,9 @@ export function startWorkflowsPart(options: WorkflowsPartOptions): WorkflowsPart
  * `running` (it crashed, or was killed, mid-run; `recover` then fails those
  * runs), and remove the scratch dirs of every run it did not finish.
  */
-function clearLeftovers(runs: Runs, scratchRoot: string): void {
+async function clearLeftovers(runs: Runs, scratchRoot: string): Promise<void> {
   const interrupted = runs.unfinished().filter((run) => run.status === "running").map((run) => run.id);
-  const killed = killRunProcesses(interrupted);
+  const killed = await killRunProcesses(interrupted);
   if (killed.length > 0) console.warn(`hatch: killed ${killed.length} processes left running by ${interrupted.length} runs of the previous server`);
   removeRunScratch(scratchRoot);
 }

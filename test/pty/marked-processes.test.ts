@@ -1,0 +1,45 @@
+import { describe, expect, test } from "bun:test";
+import { readdirSync, readFileSync } from "node:fs";
+import { killMarkedProcesses } from "../../src/pty/index.ts";
+import { isAlive } from "../helpers/workflows.ts";
+
+/** Live pids whose environment holds `mark` (what the test checks the kill against, read on its own). */
+function carrying(mark: string): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/environ`, "latin1").split("\0").includes(mark) && isAlive(pid);
+      } catch {
+        return false;
+      }
+    });
+}
+
+describe("ending marked processes", () => {
+  test("a tree that keeps forking children into sessions of their own is ended whole, and nothing unmarked is touched", async () => {
+    const id = `fork-loop-${process.pid}`;
+    const mark = `HATCH_RUN_ID=${id}`;
+    // A command that started 100 setsid children and keeps starting more: no environment rewriting, just speed.
+    const loop = Bun.spawn(["bash", "-c", "for i in $(seq 100); do setsid sleep 1000 & done; setsid bash -c 'while :; do setsid sleep 1000 & done' & wait"], {
+      env: { PATH: process.env.PATH!, HATCH_RUN_ID: id },
+      stdio: ["ignore", "ignore", "ignore"],
+      detached: true,
+    });
+    const bystander = Bun.spawn(["sleep", "1000"], { env: { PATH: process.env.PATH!, HATCH_RUN_ID: `${id}-other` }, detached: true });
+    try {
+      // Wait for the loop to be under way: many more children than the first hundred.
+      for (let i = 0; i < 500 && carrying(mark).length < 150; i++) await Bun.sleep(20);
+      const killed = await killMarkedProcesses(new Set([mark]));
+      expect(killed.length).toBeGreaterThan(100);
+      await Bun.sleep(100);
+      expect(carrying(mark)).toEqual([]);
+      expect(isAlive(bystander.pid)).toBe(true);
+    } finally {
+      for (const pid of carrying(mark)) process.kill(pid, "SIGKILL");
+      loop.kill("SIGKILL");
+      bystander.kill("SIGKILL");
+    }
+  });
+});
