@@ -11,6 +11,9 @@ export interface LoginThrottleOptions {
   now?: () => number;
 }
 
+/** Addresses and emails tracked at most (about 10 MB at worst). */
+const MAX_TRACKED_KEYS = 100_000;
+
 /**
  * Fifteen minutes: long enough that guessing passwords is hopeless, short
  * enough that a user who mistyped, or whose email someone else is hammering,
@@ -32,8 +35,10 @@ export class LoginThrottle {
   readonly #byEmail: RateLimiter;
 
   constructor(options: LoginThrottleOptions = DEFAULT_LOGIN_THROTTLE) {
-    this.#byAddress = new RateLimiter({ limit: options.perAddress, windowMs: options.windowMs, now: options.now });
-    this.#byEmail = new RateLimiter({ limit: options.perEmail, windowMs: options.windowMs, now: options.now });
+    // Many keys: a window still in force is only dropped past this many, and every key costs a guess (a password hash) to make.
+    const limiter = (limit: number) => new RateLimiter({ limit, windowMs: options.windowMs, maxKeys: MAX_TRACKED_KEYS, now: options.now });
+    this.#byAddress = limiter(options.perAddress);
+    this.#byEmail = limiter(options.perEmail);
   }
 
   /**
@@ -41,13 +46,15 @@ export class LoginThrottle {
    * now, else 0, and the attempt is counted until `succeeded` takes it back.
    */
   attempt(addressKey: string, email: string): number {
+    // The address first: a throttled address's attempts are answered without touching the per-email counts,
+    // so its cheap refusals cannot crowd other emails' windows out of the email limiter.
     const byAddress = this.#byAddress.take(addressKey);
+    if (!byAddress.ok) return byAddress.retryAfterMs;
     const byEmail = this.#byEmail.take(normalizeEmail(email));
-    if (byAddress.ok && byEmail.ok) return 0;
+    if (byEmail.ok) return 0;
     // A refused attempt is not a guess: give back what it took.
-    if (byAddress.ok) this.#byAddress.refund(addressKey);
-    if (byEmail.ok) this.#byEmail.refund(normalizeEmail(email));
-    return Math.max(byAddress.ok ? 0 : byAddress.retryAfterMs, byEmail.ok ? 0 : byEmail.retryAfterMs);
+    this.#byAddress.refund(addressKey);
+    return byEmail.retryAfterMs;
   }
 
   /** The attempt signed in: it does not count. */
