@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "./database.ts";
 
@@ -7,6 +7,8 @@ export const DATABASE_FILE = "hatch.db";
 /** Owner only: the data dir holds the database (password hashes, encrypted secrets, audit) and the key. */
 const PRIVATE_DIR = 0o700;
 const PRIVATE_FILE = 0o600;
+/** Group and other permission bits. */
+const OTHERS = 0o077;
 
 /**
  * Make the data dir private and open its database. A data dir an operator made
@@ -19,19 +21,29 @@ export function openDataDir(dataDir: string): OpenDatabase & { narrowed: string[
   const path = join(dataDir, DATABASE_FILE);
   // Created owner-only before SQLite sees it: SQLite would create it 0644 under the usual umask.
   if (!existsSync(path)) closeSync(openSync(path, "a", PRIVATE_FILE));
-  const narrowed = [dataDir, path, `${path}-wal`, `${path}-shm`].filter((p) => narrowToOwner(p, p === dataDir ? PRIVATE_DIR : PRIVATE_FILE));
+  const narrowed = [dataDir, path, `${path}-wal`, `${path}-shm`].filter(narrowToOwner);
   return { ...openDatabase(path), narrowed };
 }
 
-/** Take group and other permissions away from `path` when it has any; true when it did. */
-function narrowToOwner(path: string, mode: number): boolean {
-  let current: number;
+/**
+ * Take group and other permissions away from `path` when it has any and this
+ * process owns it (setgid and sticky bits stay); true when it did. A path
+ * someone else owns (a shared group volume, say) is theirs to set: it is
+ * left as it is, with a warning.
+ */
+function narrowToOwner(path: string): boolean {
+  let info: Stats;
   try {
-    current = statSync(path).mode & 0o777;
+    info = statSync(path);
   } catch {
     return false;
   }
-  if ((current & ~mode) === 0) return false;
-  chmodSync(path, current & mode);
+  const mode = info.mode & 0o7777;
+  if ((mode & OTHERS) === 0) return false;
+  if (process.getuid && info.uid !== process.getuid()) {
+    console.warn(`hatch: ${path} is open to other users and owned by uid ${info.uid}, not this process: left as it is`);
+    return false;
+  }
+  chmodSync(path, mode & ~OTHERS);
   return true;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DATABASE_FILE, openDataDir } from "../../src/db/index.ts";
@@ -51,5 +51,24 @@ describe("the data dir", () => {
     } finally {
       chmodSync(dataDir, 0o700);
     }
+  });
+
+  test("a data dir shared through its group and owned by someone else (a volume's fsGroup) is left as it is, and the server still opens it", async () => {
+    using parent = openParent();
+    const dataDir = join(parent.path, "data");
+    mkdirSync(dataDir);
+    // Owned by root, shared with the service's group (nogroup here) and setgid, as an orchestrator prepares a volume.
+    chownSync(dataDir, 0, 65534);
+    chmodSync(dataDir, 0o2770);
+    const script = `const { openDataDir } = await import(${JSON.stringify(join(import.meta.dir, "../../src/db/index.ts"))}); const d = openDataDir(${JSON.stringify(dataDir)}); d.close(); console.log(JSON.stringify(d.narrowed));`;
+    // The service runs as another user (nobody) in that group.
+    const child = Bun.spawn(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", process.execPath, "-e", script], { stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    expect({ code, out: out.trim() }).toEqual({ code: 0, out: JSON.stringify([]) });
+    expect(err).toContain("is open to other users and owned by uid 0, not this process: left as it is");
+    expect(modeOf(dataDir)).toBe(0o770);
+    expect(statSync(dataDir).mode & 0o7000).toBe(0o2000);
+    // Its own database file it does keep to itself.
+    expect(modeOf(join(dataDir, DATABASE_FILE))).toBe(0o600);
   });
 });
