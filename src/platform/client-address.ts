@@ -44,9 +44,11 @@ export function rateKey(address: string): string {
 function ipv6Groups(address: string): string[] | null {
   const halves = address.split("%")[0]!.toLowerCase().split("::");
   if (halves.length > 2) return null;
-  const parse = (part: string) => (part === "" ? [] : part.split(":").flatMap((g) => (g.includes(".") ? ipv4Groups(g) : [g])));
-  const head = parse(halves[0]!);
-  const tail = halves.length === 2 ? parse(halves[1]!) : [];
+  // A dotted IPv4 part may only end the address.
+  const parse = (part: string, last: boolean) =>
+    part === "" ? [] : part.split(":").flatMap((g, i, all) => (g.includes(".") ? (last && i === all.length - 1 ? ipv4Groups(g) : ["invalid"]) : [g]));
+  const head = parse(halves[0]!, halves.length === 1);
+  const tail = halves.length === 2 ? parse(halves[1]!, true) : [];
   const missing = 8 - head.length - tail.length;
   if (missing < 0 || (halves.length === 1 && missing !== 0) || (halves.length === 2 && missing === 0)) return null;
   const groups = [...head, ...Array<string>(missing).fill("0"), ...tail];
@@ -55,8 +57,9 @@ function ipv6Groups(address: string): string[] | null {
 
 /** A dotted IPv4 tail of an IPv6 address as its two groups; an invalid one as a group that fails the check. */
 function ipv4Groups(dotted: string): string[] {
-  const bytes = dotted.split(".").map(Number);
-  if (bytes.length !== 4 || !bytes.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) return ["invalid"];
+  const parts = dotted.split(".");
+  const bytes = parts.map(Number);
+  if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p)) || !bytes.every((b) => b <= 255)) return ["invalid"];
   return [((bytes[0]! << 8) | bytes[1]!).toString(16), ((bytes[2]! << 8) | bytes[3]!).toString(16)];
 }
 

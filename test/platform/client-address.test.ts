@@ -20,7 +20,10 @@ describe("the client address and the rate limiter", () => {
     expect(normalizeAddress("fe80::1%eth0")).toBe("fe80:0:0:0:0:0:0:1");
     expect(clientAddress("2001:db8:0:0:0:0:0:2", "198.51.100.1", new Set([normalizeAddress("2001:db8::2")]))).toBe("198.51.100.1");
     // Not addresses: left as they are (they then match nothing).
-    for (const junk of ["1::2::3", "1:2:3:4:5:6:7:8:9", "1:2:3:4::5:6:7:8", "::ffff:1.2.3.999", "unknown"]) expect(normalizeAddress(junk)).toBe(junk);
+    for (const junk of ["1::2::3", "1:2:3:4:5:6:7:8:9", "1:2:3:4::5:6:7:8", "::ffff:1.2.3.999", "::ffff:1..3.4", "::ffff:0x1.2.3.4", "::ffff: 1.2.3.4", "1.2.3.4::", "::1.2.3.4:5", "unknown"]) {
+      expect(normalizeAddress(junk)).toBe(junk);
+    }
+    expect(normalizeAddress("64:ff9b::192.0.2.33")).toBe("64:ff9b:0:0:0:0:c000:221");
   });
 
   test("the cap counts an IPv4 address alone and an IPv6 address by its /64", () => {
