@@ -90,7 +90,8 @@ describe("the reaper", () => {
     const exit = await view.control("exit");
     expect(exit.code).toBe(3);
     expect(await view.closed).toBe(4000);
-    expect(readdirSync(join(world.config.dataDir, "scratch"))).toEqual([]);
+    // The views are told first; the processes are ended and the scratch dir removed after.
+    await waitFor(() => readdirSync(join(world.config.dataDir, "scratch")).length === 0, "the scratch dir to be removed");
     expect(existsSync(join(world.config.dataDir, "scratch"))).toBe(true);
     // What an unclean exit leaves: a scratch-named dir no live session owns, beside a stranger that must survive.
     const orphan = join(world.config.dataDir, "scratch", "hatch-scratch-" + "0".repeat(32));
