@@ -1,5 +1,8 @@
 import { buildSessionEnv } from "../pty/index.ts";
 
+/** The variable naming a run in the environment of everything it starts. */
+const RUN_ID_NAME = "HATCH_RUN_ID";
+
 /**
  * The environment of a runner command: the server's, minus the sensitive names
  * the terminal strips too (one list, `src/pty/environment.ts`), with the run's
@@ -13,10 +16,10 @@ export function runnerEnvironment(
   run: { scratch: string; runId: string; workflowId: string },
 ): Record<string, string> {
   const { env } = buildSessionEnv({ base, scratch: run.scratch });
-  return { ...env, HATCH_RUN_ID: run.runId, HATCH_WORKFLOW_ID: run.workflowId };
+  return { ...env, [RUN_ID_NAME]: run.runId, HATCH_WORKFLOW_ID: run.workflowId };
 }
 
 /** The environment entry every process of a run carries, whatever process group it ends up in. */
 export function runMark(runId: string): string {
-  return `HATCH_RUN_ID=${runId}`;
+  return `${RUN_ID_NAME}=${runId}`;
 }
