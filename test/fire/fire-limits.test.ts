@@ -3,9 +3,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
-import { startHatch, type Hatch } from "../../src/main.ts";
-import { HttpClient } from "../helpers/http-client.ts";
-import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
+import { startHatch } from "../../src/main.ts";
+import { logIn, startWorld, TEST_PASSWORD } from "../helpers/world.ts";
 import { commandWorkflow, countRows, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
 
 const BAD_TOKEN = "wfk1_" + "C".repeat(43);
@@ -71,17 +70,11 @@ describe("limits of the fire endpoint", () => {
     const dataDir = mkdtempSync(join(tmpdir(), "hatch-spend-restart-"));
     const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir });
     try {
-      const signIn = async (hatch: Hatch) => {
-        const client = new HttpClient(hatch.url);
-        await client.post("/api/auth/login", { email: "owner@example.com", password: TEST_PASSWORD });
-        await client.post("/api/auth/project", { project: "spend" });
-        return client;
-      };
       {
         await using first = await startHatch(config);
         const user = await first.platform.users.create("owner@example.com", TEST_PASSWORD);
         first.platform.projects.create("spend", "Spend", user.id);
-        const owner = await signIn(first);
+        const owner = await logIn(first.url, "owner@example.com", "spend");
         await owner.put("/api/workflows/spend-limit", { runsPerDay: 2, tokensPerDay: 100 });
         const spent = await createWorkflow(owner, { name: "Spent", runner: { kind: "command", command: "echo ok" } });
         for (let i = 0; i < 2; i++) await waitForRun(owner, spent.id, (await owner.post(`/api/workflows/${spent.id}/runs`, {})).body.id);
@@ -89,7 +82,7 @@ describe("limits of the fire endpoint", () => {
         expect((await owner.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 0 });
       }
       await using second = await startHatch(config);
-      const owner = await signIn(second);
+      const owner = await logIn(second.url, "owner@example.com", "spend");
       // The day's two runs still count, though their rows went with their workflow.
       expect((await owner.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 0 });
       const fresh = await createWorkflow(owner, { name: "Fresh", runner: { kind: "command", command: "echo ok" } });

@@ -73,15 +73,8 @@ export class World {
   }
 
   /** Log a user in over HTTP and switch to a project. */
-  async login(email: string, projectSlug?: string): Promise<HttpClient> {
-    const client = this.anonymous();
-    const response = await client.post("/api/auth/login", { email, password: TEST_PASSWORD });
-    if (response.status !== 200) throw new Error(`login failed: ${response.status} ${JSON.stringify(response.body)}`);
-    if (projectSlug) {
-      const switched = await client.post("/api/auth/project", { project: projectSlug });
-      if (switched.status !== 200) throw new Error(`project switch failed: ${switched.status}`);
-    }
-    return client;
+  login(email: string, projectSlug?: string): Promise<HttpClient> {
+    return logIn(this.hatch.url, email, projectSlug);
   }
 
   /** An agent in the project owned by `owner`. */
@@ -111,3 +104,15 @@ export class World {
 
 /** Start a test world (see `World`). */
 export const startWorld = (env?: Record<string, string>, overrides?: HatchOverrides) => World.start(env, overrides);
+
+/** Log a user (with TEST_PASSWORD) in to the hatch at `baseUrl` and switch to a project: for tests that start and restart hatch themselves. */
+export async function logIn(baseUrl: string, email: string, projectSlug?: string): Promise<HttpClient> {
+  const client = new HttpClient(baseUrl);
+  const response = await client.post("/api/auth/login", { email, password: TEST_PASSWORD });
+  if (response.status !== 200) throw new Error(`login failed: ${response.status} ${JSON.stringify(response.body)}`);
+  if (projectSlug) {
+    const switched = await client.post("/api/auth/project", { project: projectSlug });
+    if (switched.status !== 200) throw new Error(`project switch failed: ${switched.status}`);
+  }
+  return client;
+}

@@ -7,9 +7,8 @@ import { startHatch } from "../../src/main.ts";
 import { workflowCommands } from "../../src/cli/index.ts";
 import { RUN_SCRATCH_FOLDER } from "../../src/workflows/index.ts";
 import { hatchCli } from "../helpers/cli.ts";
-import { HttpClient } from "../helpers/http-client.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { TEST_PASSWORD } from "../helpers/world.ts";
+import { logIn, TEST_PASSWORD } from "../helpers/world.ts";
 import { firePath, isAlive } from "../helpers/workflows.ts";
 
 /** Start `hatch serve` as its own process on a data dir; resolves with its web URL once it listens. */
@@ -71,9 +70,7 @@ describe("a server that crashed mid-run", () => {
       await using restarted = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir }));
       await waitFor(() => pids.every((pid) => !isAlive(pid)), "the leftover processes to be killed");
       expect(readdirSync(scratchRoot)).toEqual([]);
-      const owner = new HttpClient(restarted.url);
-      await owner.post("/api/auth/login", { email: "owner@example.com", password: TEST_PASSWORD });
-      await owner.post("/api/auth/project", { project: "crash" });
+      const owner = await logIn(restarted.url, "owner@example.com", "crash");
       for (const { runId, workflowId } of fired) {
         expect((await owner.get(`/api/workflows/${workflowId}/runs/${runId}`)).body).toMatchObject({ status: "failed", error: "The server stopped while this run was working" });
       }

@@ -6,9 +6,8 @@ import { loadConfig } from "../../src/config.ts";
 import { startHatch } from "../../src/main.ts";
 import type { RunUpdate } from "../../src/workflows/index.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
-import { HttpClient } from "../helpers/http-client.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
+import { logIn, startWorld, TEST_PASSWORD } from "../helpers/world.ts";
 import { answers, commandWorkflow, countRows, fire, isAlive, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 /** A command that says it started, then works until it is killed. */
@@ -147,8 +146,7 @@ describe("the life of a run", () => {
       const first = await startHatch(config, { workflows: { poolSize: 1 } });
       const user = await first.platform.users.create("maker@example.com", TEST_PASSWORD);
       const project = first.platform.projects.create("restart", "Restart", user.id);
-      const client = new HttpClient(first.url);
-      await client.post("/api/auth/login", { email: user.email, password: TEST_PASSWORD });
+      const client = await logIn(first.url, user.email);
       const command = `if [ -e ${dir}/block ]; then echo $$ > ${dir}/started; sleep 300; fi; echo after restart`;
       const workflow = (await client.post("/api/workflows", { name: "R", mode: "fresh", runner: { kind: "command", command } })).body;
       writeFileSync(join(dir, "block"), "");
@@ -159,9 +157,7 @@ describe("the life of a run", () => {
       await first.stop();
 
       await using second = await startHatch(config);
-      const again = new HttpClient(second.url);
-      await again.post("/api/auth/login", { email: user.email, password: TEST_PASSWORD });
-      await again.post("/api/auth/project", { project: project.slug });
+      const again = await logIn(second.url, user.email, project.slug);
       expect((await again.get(`/api/workflows/${workflow.id}/runs/${running}`)).body).toMatchObject({ status: "failed", error: "The server stopped while this run was working" });
       expect(answers(await waitForRun(again, workflow.id, queued))).toEqual(["after restart"]);
     } finally {
@@ -178,8 +174,7 @@ describe("the life of a run", () => {
       const first = await startHatch(config, { workflows: { retryDelaysMs: [4_000] } });
       const user = await first.platform.users.create("maker@example.com", TEST_PASSWORD);
       first.platform.projects.create("retry", "Retry", user.id);
-      const client = new HttpClient(first.url);
-      await client.post("/api/auth/login", { email: user.email, password: TEST_PASSWORD });
+      const client = await logIn(first.url, user.email);
       await client.put("/api/secrets/project/openai-key", { value: "sk-retry" });
       const runner = { kind: "openai", baseUrl: openai.baseUrl, model: "m", apiKeySecret: "openai-key" };
       const workflow = (await client.post("/api/workflows", { name: "B", runner })).body;
