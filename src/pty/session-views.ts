@@ -7,6 +7,8 @@ const SIGNAL_KEYS = /^[\x03\x1a\x1c]+$/;
 
 /** How often a lagging view's connection is looked at while it drains. */
 const DRAIN_POLL_MS = 50;
+/** What an honest connection may hold beyond the output it has not acked: control messages. */
+const CONTROL_SLACK_BYTES = 64 * 1024;
 /** WebSocket close code for "the server hit an unexpected condition". */
 const CLOSE_INTERNAL_ERROR = 1011;
 
@@ -240,9 +242,12 @@ export class SessionViews {
   #send(view: View, bytes: Uint8Array): void {
     const holder = this.#leaseHolder === view.id;
     // An observer never gets past the high watermark: it lags instead and catches up by snapshot.
-    // Nor does any view whose connection holds that much more than its last snapshot unsent: its
-    // client is not reading, whatever it acks (and a paused PTY may still hand over what it had buffered).
-    const backedUp = view.sink.buffered() > HIGH_WATERMARK_BYTES + view.snapshotAllowance;
+    // Nor does any view whose client is not reading, whatever it acks. An honest client cannot have
+    // more queued here (beyond its last snapshot) than it has not acked, give or take frame headers
+    // and control messages; the holder's can pass the watermark, as a paused PTY still hands over
+    // what it had buffered, and must not be cut off for that.
+    const queued = view.sink.buffered() - view.snapshotAllowance;
+    const backedUp = queued > HIGH_WATERMARK_BYTES && queued > 2 * view.unacked + CONTROL_SLACK_BYTES;
     if ((!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) || backedUp) {
       view.lagging = true;
       return;

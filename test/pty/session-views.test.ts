@@ -113,6 +113,33 @@ describe("session views", () => {
     expect(observer.lagging).toBe(false);
   });
 
+  test("an honest holder on a slow link keeps its output after the PTY pauses: what the PTY had buffered is queued, not a catch-up", async () => {
+    const { mirror, set, pauses } = views();
+    // A client that reads slowly and acks only what it read: everything it has not acked is still queued here.
+    const sink = Object.assign(recordingSink(), { queued: 0 });
+    sink.output = (b: Uint8Array) => void ((sink.bytes += b.length), (sink.queued += b.length));
+    sink.buffered = () => sink.queued;
+    const holder = set.attach(sink, { userId: "u", canWrite: true });
+    await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
+    sink.queued = 0;
+    const chunk = new Uint8Array(10_000).fill(0x79);
+    // The PTY pauses past the watermark, then hands over what it had already buffered (60 KB more).
+    for (let i = 0; i < 16; i++) {
+      mirror.write(chunk);
+      set.broadcast(chunk);
+    }
+    expect(pauses).toEqual(["pause"]);
+    expect(holder.lagging).toBe(false);
+    expect(holder.catchingUp).toBe(false);
+    expect(sink.bytes).toBe(16 * chunk.length);
+    // It reads and acks it all: the PTY resumes, and no snapshot was needed.
+    sink.queued = 0;
+    set.ack(holder, sink.bytes);
+    expect(pauses).toEqual(["pause", "resume"]);
+    await Bun.sleep(120);
+    expect(sink.controls.filter((c) => c.type === "snapshot")).toHaveLength(1);
+  });
+
   test("a big snapshot still queued on a slow link does not hold back the output after it", async () => {
     const { mirror, set } = views();
     const sink = Object.assign(recordingSink(), { queued: 0 });
