@@ -142,8 +142,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       part.workflows.update(workflow.id, { status: "archived" });
       part.changed(workflow.id);
       await part.engine.cancelAll(workflow.id);
-      part.limits.keepUsageOf(workflow.id);
-      part.workflows.delete(workflow.id);
+      part.limits.deleteKeepingUsage(workflow.id, () => part.workflows.delete(workflow.id));
       part.changed(workflow.id);
       audit(caller, "workflow.delete", workflow.id, { name: workflow.name });
       return { ok: true };

@@ -24,7 +24,7 @@ export const SPEND_LIMIT_REACHED = "spend_limit_reached";
 /**
  * Spend limits per project and the check every fire passes. Usage is kept in
  * hourly buckets in memory, loaded on first use from the runs table (and from
- * what deleted workflows' runs spent, see `keepUsageOf`) and updated as runs
+ * what deleted workflows' runs spent, see `deleteKeepingUsage`) and updated as runs
  * are accepted and spend tokens: the check costs no query however many runs a
  * day holds (this process is the only one that fires; the CLI never does).
  */
@@ -100,12 +100,20 @@ export class SpendLimits {
   }
 
   /**
-   * A workflow is about to be deleted, and its runs with it: keep what they
-   * spent in the window on record, so that after a restart the day's usage
-   * still counts them (deleting a workflow must not reset the project's limit).
-   * The in-memory count already holds them and is left alone.
+   * Delete a workflow, and its runs with it, through `remove`, keeping what
+   * the runs spent in the window on record in the same transaction: after a
+   * restart the day's usage still counts them (deleting a workflow must not
+   * reset the project's limit), and a delete that fails keeps nothing, so
+   * nothing is counted twice. The in-memory count already holds them.
    */
-  keepUsageOf(workflowId: string): void {
+  deleteKeepingUsage<T>(workflowId: string, remove: () => T): T {
+    return this.db.$client.transaction(() => {
+      this.#keepUsageOf(workflowId);
+      return remove();
+    })();
+  }
+
+  #keepUsageOf(workflowId: string): void {
     const since = (this.#hour(this.now()) - WINDOW_HOURS) * HOUR_MS;
     this.db.run(sql`
       INSERT INTO workflow_spend_carried (project_id, hour, runs, tokens)

@@ -78,10 +78,7 @@ describe("spend limits over a day counted in whole hours", () => {
     addRun.run("run-3", "gone", 3, 100, FIRED_AT - 30 * HOUR);
     addRun.run("run-4", "also-gone", 1, 11, FIRED_AT - HOUR);
     const limits = setup.limits();
-    for (const id of ["gone", "also-gone"]) {
-      limits.keepUsageOf(id);
-      sqlite.exec(`DELETE FROM workflows WHERE id = '${id}'`);
-    }
+    for (const id of ["gone", "also-gone"]) limits.deleteKeepingUsage(id, () => sqlite.exec(`DELETE FROM workflows WHERE id = '${id}'`));
     expect(sqlite.query("SELECT count(*) AS n FROM workflow_runs").get()).toEqual({ n: 0 });
     // Both workflows' runs of the same hour add up in one row; the run before the window was not kept.
     expect(sqlite.query("SELECT hour, runs, tokens FROM workflow_spend_carried").all()).toEqual([{ hour: Math.floor((FIRED_AT - HOUR) / HOUR), runs: 3, tokens: 23 }]);
@@ -89,5 +86,22 @@ describe("spend limits over a day counted in whole hours", () => {
     setup.clock.now = FIRED_AT + 25 * HOUR;
     expect(setup.limits().usage("p")).toEqual({ runs: 0, tokens: 0 });
     expect(sqlite.query("SELECT count(*) AS n FROM workflow_spend_carried").get()).toEqual({ n: 0 });
+  });
+
+  test("a workflow delete that fails keeps nothing on record: the next process counts its runs once", () => {
+    using setup = limitsAt(FIRED_AT);
+    const { sqlite } = setup.database;
+    sqlite.exec(`INSERT INTO projects (id, slug, name, created_at) VALUES ('p', 'p', 'P', 0)`);
+    sqlite.exec(
+      `INSERT INTO workflows (id, project_id, name, instruction, runner, runner_config, mode, status, schedule, created_by, created_at, updated_at) VALUES ('w', 'p', 'W', '', 'command', '{}', 'fresh', 'active', 'manual', 'u', 0, 0)`,
+    );
+    sqlite.exec(
+      `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at) VALUES ('run-1', 'w', 'p', 1, 'manual', 'fresh', 'succeeded', '{}', 5, ${FIRED_AT - HOUR})`,
+    );
+    // The delete itself is refused (a disk error, a constraint): what was kept for it must go with it.
+    sqlite.exec(`CREATE TEMP TRIGGER refuse_delete BEFORE DELETE ON workflows BEGIN SELECT RAISE(ABORT, 'refused'); END`);
+    expect(() => setup.limits().deleteKeepingUsage("w", () => sqlite.exec(`DELETE FROM workflows WHERE id = 'w'`))).toThrow("refused");
+    expect(sqlite.query("SELECT count(*) AS n FROM workflow_spend_carried").get()).toEqual({ n: 0 });
+    expect(setup.limits().usage("p")).toEqual({ runs: 1, tokens: 5 });
   });
 });
