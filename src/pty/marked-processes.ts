@@ -5,6 +5,24 @@ import { SCRATCH_ENV_NAMES } from "./environment.ts";
 /** Passes over /proc before giving up on a process tree that keeps forking. */
 const MAX_PASSES = 20;
 
+/** One caller's request: its marks, what it has stopped so far, and how it is answered. */
+interface Sweep {
+  marks: ReadonlySet<string>;
+  stopped: Set<number>;
+  passes: number;
+  quiet: number;
+  resolve(pids: number[]): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Requests being served. Concurrent requests share their passes over /proc
+ * (a shutdown ends every session at once, and one scan per session made that
+ * quadratic in the number of sessions); it holds nothing once they are answered.
+ */
+const sweeps = new Set<Sweep>();
+let scanning = false;
+
 /**
  * End every process whose environment holds one of `marks` (whole
  * `NAME=value` entries), and return their pids. A process group is not a
@@ -19,17 +37,42 @@ const MAX_PASSES = 20;
  * from its children's environment (`env -i`) is not found: a cgroup per
  * session would close that, and is not available everywhere hatch runs.
  */
-export async function killMarkedProcesses(marks: ReadonlySet<string>, procRoot = "/proc"): Promise<number[]> {
-  if (marks.size === 0) return [];
-  const stopped = new Set<number>();
-  // Two quiet passes in a row: a process caught mid-exec can have an unreadable environment for one of them.
-  for (let pass = 0, quiet = 0; pass < MAX_PASSES && quiet < 2; pass++) {
-    const found = (await markedPids(marks, procRoot)).filter((pid) => !stopped.has(pid));
-    quiet = found.length === 0 ? quiet + 1 : 0;
-    for (const pid of found) if (signal(pid, "SIGSTOP")) stopped.add(pid);
+export function killMarkedProcesses(marks: ReadonlySet<string>): Promise<number[]> {
+  if (marks.size === 0) return Promise.resolve([]);
+  return new Promise((resolve, reject) => {
+    sweeps.add({ marks, stopped: new Set(), passes: 0, quiet: 0, resolve, reject });
+    if (!scanning) void scan();
+  });
+}
+
+/** Pass over /proc for every request in turn until each is answered; a request made meanwhile joins the next pass. */
+async function scan(): Promise<void> {
+  scanning = true;
+  try {
+    while (sweeps.size > 0) {
+      const serving = [...sweeps];
+      const found = await markedPids(serving);
+      for (const sweep of serving) settle(sweep, found.get(sweep) ?? []);
+    }
+  } catch (error) {
+    for (const sweep of sweeps) sweep.reject(error);
+    sweeps.clear();
+  } finally {
+    scanning = false;
   }
-  for (const pid of stopped) signal(pid, "SIGKILL");
-  return [...stopped];
+}
+
+/** Stop what this pass found for a request; after two quiet passes in a row, kill what it stopped and answer it. */
+function settle(sweep: Sweep, found: number[]): void {
+  const fresh = found.filter((pid) => !sweep.stopped.has(pid));
+  // Two quiet passes in a row: a process caught mid-exec can have an unreadable environment for one of them.
+  sweep.quiet = fresh.length === 0 ? sweep.quiet + 1 : 0;
+  sweep.passes++;
+  for (const pid of fresh) if (signal(pid, "SIGSTOP")) sweep.stopped.add(pid);
+  if (sweep.quiet < 2 && sweep.passes < MAX_PASSES) return;
+  for (const pid of sweep.stopped) signal(pid, "SIGKILL");
+  sweeps.delete(sweep);
+  sweep.resolve([...sweep.stopped]);
 }
 
 /** The marks of everything started with `scratch` as its temp dir (a session's or a run's scratch). */
@@ -37,18 +80,32 @@ export function scratchMarks(scratch: string): Set<string> {
   return new Set(SCRATCH_ENV_NAMES.map((name) => `${name}=${scratch}`));
 }
 
-/** Pids whose environment holds a mark, read concurrently so a busy host is not scanned one file at a time. */
-async function markedPids(marks: ReadonlySet<string>, procRoot: string): Promise<number[]> {
-  const pids = (await readdir(procRoot)).filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => pid !== process.pid);
-  const marked = await Promise.all(
+/** Per request, the pids whose environment holds one of its marks; read concurrently so a busy host is not scanned one file at a time. */
+async function markedPids(serving: Sweep[]): Promise<Map<Sweep, number[]>> {
+  const byMark = new Map<string, Sweep[]>();
+  for (const sweep of serving) {
+    for (const mark of sweep.marks) {
+      if (!byMark.has(mark)) byMark.set(mark, []);
+      byMark.get(mark)!.push(sweep);
+    }
+  }
+  const found = new Map<Sweep, number[]>();
+  const pids = (await readdir("/proc")).filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => pid !== process.pid);
+  await Promise.all(
     pids.map((pid) =>
-      readFile(join(procRoot, String(pid), "environ"), "latin1").then(
-        (environ) => environ.split("\0").some((entry) => marks.has(entry)),
-        () => false, // gone meanwhile, or another user's
+      readFile(join("/proc", String(pid), "environ"), "latin1").then(
+        (environ) => {
+          const owners = new Set(environ.split("\0").flatMap((entry) => byMark.get(entry) ?? []));
+          for (const sweep of owners) {
+            if (!found.has(sweep)) found.set(sweep, []);
+            found.get(sweep)!.push(pid);
+          }
+        },
+        () => {}, // gone meanwhile, or another user's
       ),
     ),
   );
-  return pids.filter((_, i) => marked[i]);
+  return found;
 }
 
 function signal(pid: number, name: NodeJS.Signals): boolean {

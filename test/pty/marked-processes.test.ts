@@ -42,4 +42,25 @@ describe("ending marked processes", () => {
       bystander.kill("SIGKILL");
     }
   });
+
+  test("requests made together (a shutdown ends every session at once) each end exactly their own processes", async () => {
+    const marks = ["a", "b", "c"].map((name) => `TMPDIR=/nonexistent/hatch-test-${process.pid}-${name}`);
+    const spawnMarked = (mark: string) =>
+      Bun.spawn(["sleep", "1000"], { env: { PATH: process.env.PATH!, TMPDIR: mark.slice("TMPDIR=".length) }, stdio: ["ignore", "ignore", "ignore"] });
+    const procs = marks.map((mark) => [spawnMarked(mark), spawnMarked(mark)]);
+    const bystander = Bun.spawn(["sleep", "1000"], { env: { PATH: process.env.PATH!, TMPDIR: `/nonexistent/hatch-test-${process.pid}-d` } });
+    try {
+      for (let i = 0; i < 250 && marks.some((mark) => carrying(mark).length < 2); i++) await Bun.sleep(20);
+      const first = killMarkedProcesses(new Set([marks[0]!]));
+      // The others arrive while the first one's passes are under way.
+      await Bun.sleep(0);
+      const [a, b, c] = await Promise.all([first, killMarkedProcesses(new Set([marks[1]!])), killMarkedProcesses(new Set([marks[2]!]))]);
+      expect([a, b, c].map((pids) => pids.sort())).toEqual(procs.map((pair) => pair.map((p) => p.pid).sort()));
+      await Promise.all(procs.flat().map((p) => p.exited));
+      expect(procs.flat().map((p) => p.signalCode)).toEqual(Array(6).fill("SIGKILL"));
+      expect(isAlive(bystander.pid)).toBe(true);
+    } finally {
+      for (const p of [...procs.flat(), bystander]) p.kill("SIGKILL");
+    }
+  });
 });
