@@ -2,9 +2,6 @@ import type { ScreenMirror } from "../screen/index.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
 import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./flow-control.ts";
 
-/** Input made only of Ctrl+C, Ctrl+Z and Ctrl+\ (the tty's INTR, SUSP and QUIT keys). */
-const SIGNAL_KEYS = /^[\x03\x1a\x1c]+$/;
-
 /** How often a lagging view's connection is looked at while it drains. */
 const DRAIN_POLL_MS = 50;
 /** What an honest connection may hold beyond the output it has not acked: control messages. */
@@ -33,7 +30,7 @@ export interface ViewHost {
 export class View {
   /** Bytes sent but not yet acknowledged by the client. */
   unacked = 0;
-  /** A snapshot is being prepared: live output, input and resize are withheld. */
+  /** A snapshot is being prepared: live output and resize are withheld. */
   catchingUp = false;
   /** Fell behind: receives nothing until it acks, then gets a fresh snapshot. */
   lagging = false;
@@ -148,13 +145,15 @@ export class SessionViews {
 
   /**
    * May this view's input (`data`) or resize (no `data`) reach the PTY right
-   * now? Only the lease holder's, and not while a snapshot is on its way to
-   * it, except signal keys: they do not depend on what the screen shows, and
-   * under a flood that cannot be paused a snapshot is on its way most of the time.
+   * now? Only the lease holder's. Its keys pass even while a snapshot is on its
+   * way to it (typed ahead, as in any terminal: under a flood that cannot be
+   * paused a snapshot is on its way most of the time, and a key silently lost
+   * is worse than one typed before the screen caught up). A resize waits: its
+   * notice would reach the client before the snapshot, which would then undo it.
    */
   mayDrive(view: View, data?: string): boolean {
     if (!view.canWrite || view.closed || this.#leaseHolder !== view.id) return false;
-    return !view.catchingUp || (data !== undefined && SIGNAL_KEYS.test(data));
+    return data !== undefined || !view.catchingUp;
   }
 
   /** Fan new output out to every view that is keeping up. */

@@ -91,14 +91,11 @@ describe("flow control", () => {
     }, "16 MiB of flood through the mirror", 30_000);
     expect(session.destroyed).toBe(false);
     expect(peakBacklog).toBeLessThanOrEqual(16 * 1024 * 1024);
-    // Ctrl+C gets through even while a catch-up snapshot is on its way to the holder. It is sent once:
-    // the line typed below only prints stopped-64 once `yes` has exited, so seeing it proves the flood stopped.
+    // The holder's keys get through even while a catch-up snapshot is on its way to it (most of the time
+    // under this flood). Each is typed once: the line only prints stopped-64 once `yes` has exited.
     holder.type("\x03");
-    // Other keys are dropped while a catch-up snapshot is in flight: type until the shell has the line.
-    await waitFor(async () => {
-      holder.type("stty ixon; echo stopped-$((8*8))\r");
-      return holder.sees("stopped-64", 1_000).then(() => true, () => false);
-    }, "the shell to run a command after the flood", 15_000);
+    holder.type("stty ixon; echo stopped-$((8*8))\r");
+    await holder.sees("stopped-64", 15_000);
     expect(await session.mirror.readLines(5)).toContain("stopped-64");
   }, 60_000);
 });
