@@ -4,6 +4,8 @@ import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./flow-control.ts";
 
 /** How often a lagging view's connection is looked at while it drains. */
 const DRAIN_POLL_MS = 50;
+/** What a paused PTY may still hand over (its kernel buffer), with room to spare. */
+const PAUSED_SPILL_BYTES = HIGH_WATERMARK_BYTES;
 /** What an honest connection may hold beyond the output it has not acked: control messages. */
 const CONTROL_SLACK_BYTES = 64 * 1024;
 /** WebSocket close code for "the server hit an unexpected condition". */
@@ -243,10 +245,13 @@ export class SessionViews {
     // An observer never gets past the high watermark: it lags instead and catches up by snapshot.
     // Nor does any view whose client is not reading, whatever it acks. An honest client cannot have
     // more queued here (beyond its last snapshot) than it has not acked, give or take frame headers
-    // and control messages; the holder's can pass the watermark, as a paused PTY still hands over
-    // what it had buffered, and must not be cut off for that.
+    // and control messages. The holder's unacked output can pass the watermark, as a paused PTY still
+    // hands over its kernel buffer, and must not get it cut off; but that credit is capped, so a pause
+    // that does not hold (the program cleared IXON after it) cannot queue output without bound for a
+    // holder that reads nothing.
     const queued = view.sink.buffered() - view.snapshotAllowance;
-    const backedUp = queued > HIGH_WATERMARK_BYTES && queued > 2 * view.unacked + CONTROL_SLACK_BYTES;
+    const owed = Math.min(view.unacked, HIGH_WATERMARK_BYTES + PAUSED_SPILL_BYTES);
+    const backedUp = queued > HIGH_WATERMARK_BYTES && queued > 2 * owed + CONTROL_SLACK_BYTES;
     if ((!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) || backedUp) {
       view.lagging = true;
       return;

@@ -26,6 +26,8 @@ export class TerminalClient {
   readonly controls: Control[] = [];
   /** Recent raw output since the last snapshot or replay (a bounded tail). */
   output = "";
+  /** The last snapshot's serialized screen and scrollback (empty after a replay). */
+  screen = "";
   offset = 0;
   /** The largest binary frame received, in bytes. */
   largestFrame = 0;
@@ -61,10 +63,12 @@ export class TerminalClient {
       this.controls.push(message);
       if (message.type === "snapshot") {
         this.offset = message.offset;
+        this.screen = message.data;
         this.output = "";
       } else if (message.type === "replay") {
         // Missed bytes follow as binary frames, starting at the offset the client sent.
         this.offset = message.from;
+        this.screen = "";
         this.output = "";
       }
     });
@@ -109,9 +113,11 @@ export class TerminalClient {
     return waitFor(() => this.controls.find((c) => c.type === type && predicate(c)), `a "${type}" control message`, timeoutMs);
   }
 
-  /** Wait until the output contains `text`. */
+  /** Wait until what the client shows (its last snapshot and the output since) contains `text`. */
   async sees(text: string | RegExp, timeoutMs?: number): Promise<void> {
-    await waitFor(() => (typeof text === "string" ? this.output.includes(text) : text.test(this.output)), `output matching ${text}`, timeoutMs);
+    // What a widget shows: the last snapshot, then the output since (a line printed while a catch-up was on its way is in the snapshot).
+    const shown = () => this.screen + this.output;
+    await waitFor(() => (typeof text === "string" ? shown().includes(text) : text.test(shown())), `output matching ${text}`, timeoutMs);
   }
 
   /** Wait for the socket to close; resolves with the close code. */

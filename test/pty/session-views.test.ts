@@ -142,6 +142,25 @@ describe("session views", () => {
     expect(sink.controls.filter((c) => c.type === "snapshot")).toHaveLength(1);
   });
 
+  test("a holder that reads nothing cannot make the server queue without bound when the PTY's pause does not hold", async () => {
+    const { mirror, set, pauses } = views();
+    // It neither reads nor acks; the program cleared IXON after the pause, so output keeps coming.
+    const sink = Object.assign(recordingSink(), { queued: 0 });
+    sink.output = (b: Uint8Array) => void ((sink.bytes += b.length), (sink.queued += b.length));
+    sink.buffered = () => sink.queued;
+    const holder = set.attach(sink, { userId: "u", canWrite: true });
+    await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
+    sink.queued = 0;
+    const chunk = new Uint8Array(10_000).fill(0x79);
+    for (let i = 0; i < 200; i++) {
+      mirror.write(chunk);
+      set.broadcast(chunk);
+    }
+    expect(pauses).toEqual(["pause"]);
+    expect(holder.lagging).toBe(true);
+    expect(sink.bytes).toBeLessThan(1_000_000);
+  });
+
   test("a big snapshot still queued on a slow link does not hold back the output after it", async () => {
     const { mirror, set } = views();
     const sink = Object.assign(recordingSink(), { queued: 0 });
