@@ -1,5 +1,5 @@
 /**
- * Logs refused upgrades without any attacker-supplied bytes, sampled so a flood
+ * Logs refused upgrades and connections closed for a bad frame, without any attacker-supplied bytes, sampled so a flood
  * of bad requests cannot flood the log: the first few of each reason, then one
  * line per interval with the count.
  */
@@ -19,12 +19,12 @@ export class RejectionLog {
     const now = this.now();
     if (now - this.#windowStart >= this.windowMs) {
       const dropped = [...this.#counts].filter(([, n]) => n > this.perWindow);
-      for (const [r, n] of dropped) this.write(`hatch: refused ${n - this.perWindow} more terminal upgrades (${r}) in the last window`);
+      for (const [r, n] of dropped) this.write(`hatch: refused ${n - this.perWindow} more terminal connections (${r}) in the last window`);
       this.#counts.clear();
       this.#windowStart = now;
     }
     const count = (this.#counts.get(reason) ?? 0) + 1;
     this.#counts.set(reason, count);
-    if (count <= this.perWindow) this.write(`hatch: refused a terminal upgrade (${reason})`);
+    if (count <= this.perWindow) this.write(`hatch: refused a terminal connection (${reason})`);
   }
 }

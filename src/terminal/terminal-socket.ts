@@ -58,6 +58,9 @@ export function terminalUpgradeHandler(options: TerminalSocketOptions) {
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
+      // A frame ws cannot accept (bad UTF-8, over the size limit) closes the connection (1007, 1009) and is
+      // emitted as an error: unhandled, it would print a stack per frame, before authentication.
+      ws.on("error", (error: Error & { code?: string }) => options.rejections.record(frameRejection(error)));
       connect(options, ws, upgrade).catch((error) => {
         if (!(error instanceof HatchError)) console.error("hatch: terminal connection failed", error);
         ws.close(closeCodeFor(error), "");
@@ -156,4 +159,9 @@ function tryWrite(write: () => void): void {
   } catch (error) {
     console.error("hatch: could not write a terminal audit entry", error);
   }
+}
+
+/** The reason logged for a frame ws refused: its fixed error code (never the peer's bytes). */
+function frameRejection(error: { code?: string }): string {
+  return error.code && /^WS_ERR_[A-Z0-9_]+$/.test(error.code) ? `bad_frame ${error.code}` : "bad_frame";
 }

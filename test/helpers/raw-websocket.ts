@@ -18,6 +18,8 @@ export class RawWebSocket {
   receivedBytes = 0;
   /** Payload bytes of the binary frames parsed so far. */
   binaryBytes = 0;
+  /** The code of the server's close frame, once one is parsed. */
+  closeCode: number | null = null;
   #pending: Buffer = Buffer.alloc(0);
 
   private constructor(private readonly socket: Socket) {
@@ -71,8 +73,8 @@ export class RawWebSocket {
     this.socket.resume();
   }
 
-  /** Send a text frame (masked, as a client must). */
-  sendText(text: string): void {
+  /** Send a text frame (masked, as a client must); a Buffer is sent as it is, even if it is not UTF-8. */
+  sendText(text: string | Buffer): void {
     const payload = Buffer.from(text);
     const mask = randomBytes(4);
     const length = payload.length;
@@ -110,6 +112,7 @@ export class RawWebSocket {
       this.receivedBytes += length;
       // Continuation frames are not expected from this server (it sends whole messages).
       if (opcode === 0x1) this.texts.push(payload.toString());
+      if (opcode === 0x8 && payload.length >= 2) this.closeCode = payload.readUInt16BE(0);
       if (opcode !== 0x2) continue;
       this.binaryBytes += length;
       this.tail = (this.tail + payload.toString()).slice(-TAIL_CHARS);

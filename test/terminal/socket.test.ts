@@ -1,7 +1,8 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { RawWebSocket } from "../helpers/raw-websocket.ts";
 import { attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -186,6 +187,32 @@ describe("the terminal WebSocket", () => {
     expect(await raw(upgrade("/ws/terminal/missing%2F..", "127.0.0.1"))).toBe("");
     // The same request, well formed, gets a handshake: the refusal above was about form alone.
     expect(await raw(upgrade("/ws/terminal/s", "127.0.0.1"))).toStartWith("HTTP/1.1 101");
+  });
+
+  test("a frame ws cannot accept (not UTF-8) closes the connection with 1007 and is logged by its code, not thrown", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const warnings: string[] = [];
+    const warn = spyOn(console, "warn").mockImplementation((line: string) => void warnings.push(line));
+    const uncaught: unknown[] = [];
+    const onUncaught = (error: unknown) => void uncaught.push(error);
+    process.on("uncaughtException", onUncaught);
+    try {
+      const client = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/s`, { cookie: owner.client.cookieHeader });
+      await waitFor(() => client.texts.some((t) => JSON.parse(t).type === "snapshot"), "the snapshot");
+      client.sendText(Buffer.from([0xff, 0xfe]));
+      await waitFor(() => client.closeCode !== null, "the close frame");
+      expect(client.closeCode).toBe(1007);
+      await waitFor(() => warnings.length > 0, "the log line");
+      expect(warnings).toEqual(["hatch: refused a terminal connection (bad_frame WS_ERR_INVALID_UTF8)"]);
+      client.destroy();
+      await Bun.sleep(50);
+    } finally {
+      process.off("uncaughtException", onUncaught);
+      warn.mockRestore();
+    }
+    expect(uncaught).toEqual([]);
   });
 
   test("a page from a foreign origin is refused with 403 before any lookup; the web host's pages, the configured origins and clients that are not browsers get a handshake", async () => {

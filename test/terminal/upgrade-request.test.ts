@@ -35,12 +35,12 @@ describe("the rejection log", () => {
     for (let i = 0; i < 10; i++) log.record("bad_host");
     log.record("encoded_session_id");
     expect(lines).toEqual([
-      "hatch: refused a terminal upgrade (bad_host)",
-      "hatch: refused a terminal upgrade (bad_host)",
-      "hatch: refused a terminal upgrade (encoded_session_id)",
+      "hatch: refused a terminal connection (bad_host)",
+      "hatch: refused a terminal connection (bad_host)",
+      "hatch: refused a terminal connection (encoded_session_id)",
     ]);
     now = 1000;
     log.record("bad_path");
-    expect(lines.slice(3)).toEqual(["hatch: refused 8 more terminal upgrades (bad_host) in the last window", "hatch: refused a terminal upgrade (bad_path)"]);
+    expect(lines.slice(3)).toEqual(["hatch: refused 8 more terminal connections (bad_host) in the last window", "hatch: refused a terminal connection (bad_path)"]);
   });
 });
