@@ -4,8 +4,8 @@ import { Blocklist, type BlocklistOptions, type LineVerdict } from "./blocklist.
  * Line-buffered input screening in front of a PTY. Keystrokes stay
  * interactive: every byte but a line terminator goes to the PTY at once, so
  * the shell echoes as the user types. Only when a line completes (Enter, a
- * newline inside a paste, Ctrl+O) is it checked, before its terminator is
- * sent. A blocked line is never terminated: it is wiped instead.
+ * newline inside a paste, Ctrl+O, Ctrl+X Ctrl+E) is it checked, before its
+ * terminator is sent. A blocked line is never terminated: it is wiped instead.
  *
  * The locally typed buffer is the truth only for plain typing. After arrow
  * keys, Tab, Ctrl+R and the like the shell's line differs from what was typed,
@@ -42,6 +42,8 @@ export interface InputGuardOptions extends BlocklistOptions {
  * tty Ctrl+E is an ordinary character and Ctrl+U (VKILL) erases the whole line.
  */
 export const LINE_KILL = "\x05\x15";
+/** Ctrl+G: readline's abort, which cancels a pending prefix key such as Ctrl+X. */
+const ABORT_KEY = "\x07";
 /**
  * How long an edited line waits for the shell's echo to reach the mirror.
  * Local shells answer in a few milliseconds; the bound keeps a flooding
@@ -89,6 +91,9 @@ export class InputGuard {
   #out = "";
   #inFlight = 0;
   #tail: Promise<void> = Promise.resolve();
+  #closed = false;
+  /** The last key was Ctrl+X: a Ctrl+E now is readline's edit-and-execute-command, which runs the line. */
+  #afterCtrlX = false;
 
   constructor(options: InputGuardOptions) {
     this.#options = options;
@@ -103,11 +108,30 @@ export class InputGuard {
     if (!Number.isFinite(this.#echoWaitMs) || this.#echoWaitMs < 0) throw new RangeError(`Cannot wait ${this.#echoWaitMs} ms for the echo`);
   }
 
+  /** Chunks pushed and not yet fully dealt with (waiting behind a line that waits for the screen). */
+  get backlog(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * The shell's line may hold what this guard never saw (another view typed
+   * it, or this view is new): the next line is checked against the screen.
+   */
+  lineMayDiffer(): void {
+    this.#edited = true;
+  }
+
+  /** Drop everything still queued and forward nothing more (its view is gone). */
+  close(): void {
+    this.#closed = true;
+  }
+
   /**
    * Screen and forward a chunk of input. Plain typing is handled before this
    * returns; the promise settles once the chunk has been fully dealt with.
    */
   push(data: string): Promise<void> {
+    if (this.#closed) return Promise.resolve();
     if (this.#inFlight === 0) {
       try {
         const pending = this.#run(data, 0);
@@ -131,6 +155,7 @@ export class InputGuard {
 
   /** Handle `data` from `from` on; returns a promise only when a line must wait for the screen. */
   #run(data: string, from: number): Promise<void> | undefined {
+    if (this.#closed) return undefined;
     for (let i = from; i < data.length; i++) {
       const pending = this.#step(data[i]!);
       if (pending) return pending.then(() => this.#run(data, i + 1));
@@ -141,7 +166,9 @@ export class InputGuard {
 
   #step(c: string): Promise<void> | undefined {
     if (this.#escape !== null && this.#continueEscape(c)) return undefined;
-    const isTerminator = c === "\r" || c === "\n" || (c === "\x0f" && !this.#inPaste);
+    const editAndExecute = c === "\x05" && this.#afterCtrlX;
+    this.#afterCtrlX = c === "\x18" && !this.#inPaste;
+    const isTerminator = c === "\r" || c === "\n" || (!this.#inPaste && (c === "\x0f" || editAndExecute));
     if (isTerminator) return this.#complete(c);
     // Ctrl+D on a non-empty line hands it to a cooked-mode reader (dash, cat) without a newline.
     if (c === "\x04" && !this.#inPaste && this.#buffer !== "") return this.#complete(c, { keepLine: true });
@@ -223,10 +250,14 @@ export class InputGuard {
   }
 
   #decide(terminator: string, verdict: LineVerdict, line: string, keepLine: boolean): undefined {
+    // Closed while the line waited for the screen: neither its terminator nor a wipe goes out.
+    if (this.#closed) return undefined;
     if (verdict.blocked) {
       // Inside a bracketed paste the shell inserts control keys literally, so
       // close the paste, wipe, and reopen it for the rest of the pasted text.
-      this.#options.forward(this.#inPaste ? PASTE_END + LINE_KILL + PASTE_START : LINE_KILL);
+      // After Ctrl+X the wipe's own Ctrl+E would run the line: Ctrl+G cancels the prefix first.
+      const wipe = terminator === "\x05" ? ABORT_KEY + LINE_KILL : LINE_KILL;
+      this.#options.forward(this.#inPaste ? PASTE_END + wipe + PASTE_START : wipe);
       // A blocked continuation line keeps its prefix, so retyping the tail alone is still caught.
       this.#reset({ clearContinuation: false });
       this.#options.onBlocked(verdict.reason, line);
@@ -251,7 +282,7 @@ export class InputGuard {
   }
 
   #flush(): void {
-    if (this.#out === "") return;
+    if (this.#out === "" || this.#closed) return;
     const out = this.#out;
     this.#out = "";
     this.#options.forward(out);

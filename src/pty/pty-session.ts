@@ -81,6 +81,8 @@ export class PtySession {
   readonly #closing = new AbortController();
   #execsRunning = 0;
   readonly #guards = new WeakMap<View, { guard: InputGuard; bucket: TokenBucket }>();
+  /** The view whose keys reached the shell last (null until one types). */
+  #lastTypist: View | null = null;
 
   constructor(private readonly options: PtySessionOptions) {
     this.key = options.key;
@@ -185,7 +187,11 @@ export class PtySession {
     const guard = new InputGuard({
       currentLine: () => this.mirror.currentLine(),
       settled: () => this.#echoSettled(),
-      forward: (bytes) => this.#process.write(bytes),
+      // Checked again as bytes leave, not only as they arrive: input queued behind a line that waited for
+      // the screen must not reach the PTY once its view lost the lease.
+      forward: (bytes) => {
+        if (this.views.mayDrive(view, bytes) && !this.#destroyed) this.#process.write(bytes);
+      },
       onBlocked: (reason) => {
         view.sink.control({ type: "blocked", reason });
         this.options.onBlocked(view, reason);
@@ -203,6 +209,7 @@ export class PtySession {
   /** Detach a view. Detaching counts as activity, so the idle clock restarts. */
   detach(view: View): void {
     this.lastActivityAt = this.options.now();
+    this.#guards.get(view)?.guard.close();
     this.views.detach(view);
   }
 
@@ -213,9 +220,15 @@ export class PtySession {
   input(view: View, data: string): void {
     if (!this.views.mayDrive(view, data) || this.#destroyed) return;
     const state = this.#guards.get(view)!;
-    if (!state.bucket.take(byteLength(data))) {
+    // The queue behind a line waiting for the screen is bounded too, not only the byte rate.
+    if (state.guard.backlog >= MAX_QUEUED_INPUTS || !state.bucket.take(byteLength(data))) {
       view.sink.control({ type: "notice", message: "Input is arriving too fast; some was dropped" });
       return;
+    }
+    // The shell's line is the session's, not the view's: after another view typed, check it on the screen.
+    if (this.#lastTypist !== view) {
+      if (this.#lastTypist !== null) state.guard.lineMayDiffer();
+      this.#lastTypist = view;
     }
     this.lastActivityAt = this.options.now();
     state.guard.push(data).catch((error) => console.error("hatch: input could not reach the session", error));
@@ -307,6 +320,12 @@ const ECHO_SETTLE_LIMIT_MS = 250;
  */
 const MIRROR_BACKLOG_PAUSE_BYTES = 4 * 1024 * 1024;
 const MIRROR_BACKLOG_RESUME_BYTES = 1024 * 1024;
+/**
+ * Input chunks a view may have queued behind a line waiting for the screen
+ * (each wait is at most ECHO_SETTLE_LIMIT_MS): far beyond what a person types
+ * meanwhile, small enough that a script cannot queue without bound.
+ */
+const MAX_QUEUED_INPUTS = 64;
 /** Time a killed program gets to exit before SIGKILL. */
 const KILL_GRACE_MS = 2000;
 

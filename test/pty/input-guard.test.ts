@@ -194,6 +194,50 @@ describe("lines the shell edited (history, completion, search)", () => {
   });
 });
 
+describe("lines run without Enter, lines typed elsewhere, and a closed view", () => {
+  test("Ctrl+X Ctrl+E (edit-and-execute) ends a line: it is checked, and a blocked one is wiped after Ctrl+G cancels the prefix", async () => {
+    const h = harness();
+    h.screen.line = "$ rm -rf /";
+    await h.guard.push("rm -rf /\x18\x05");
+    // The wipe's own Ctrl+E must not complete Ctrl+X Ctrl+E: Ctrl+G (abort) goes first.
+    expect(h.pty()).toBe("rm -rf /\x18\x07" + LINE_KILL);
+    expect(h.blocked.map((b) => b.reason)).toEqual(["recursive delete of /"]);
+    const harmless = harness();
+    harmless.screen.line = "$ ls";
+    await harmless.guard.push("ls\x18\x05");
+    expect(harmless.pty()).toBe("ls\x18\x05");
+    // Ctrl+E alone (end of line) and inside a paste are plain keys.
+    const plain = harness();
+    await plain.guard.push("rm -rf /\x05");
+    await plain.guard.push(PASTE_START + "\x18\x05" + PASTE_END);
+    expect(plain.blocked).toEqual([]);
+  });
+
+  test("after lineMayDiffer (another view typed on the line) a bare Enter is checked against the screen", async () => {
+    const h = harness();
+    h.guard.lineMayDiffer();
+    h.screen.line = "$ touch m; cat /etc/shadow > /dev/null";
+    await h.guard.push("\r");
+    expect(h.pty()).toBe(LINE_KILL);
+    expect(h.blocked.map((b) => b.reason)).toEqual(["access to the password hashes (/etc/shadow)"]);
+    expect(h.settledCalls()).toBe(1);
+  });
+
+  test("a closed guard drops what was queued behind a line waiting for the screen, and forwards nothing more", async () => {
+    const echo = deferred();
+    const h = harness({ settled: () => echo.promise });
+    h.screen.line = "$ echo recalled";
+    const queued = [h.guard.push(UP + "\r"), h.guard.push("touch marker"), h.guard.push("\r")];
+    expect(h.guard.backlog).toBe(3);
+    h.guard.close();
+    echo.resolve();
+    await Promise.all(queued);
+    await h.guard.push("ls\r");
+    expect(h.pty()).toBe(UP);
+    expect(h.guard.backlog).toBe(0);
+  });
+});
+
 test("without a checkLine the guard builds a Blocklist from its path options", async () => {
   const forwarded: string[] = [];
   const reasons: string[] = [];

@@ -82,4 +82,68 @@ describe("line-buffered input screening", () => {
     terminal.type("\x15");
     await runAndSee(terminal, "echo alive-$((8*8))", "alive-64");
   });
+
+  test("a blocked line typed on one connection is caught when a reconnect sends the Enter", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const first = await attached(world, owner, "s");
+    const marker = join(world.tempDir("marker"), "reconnect-ran");
+    first.type(`touch ${marker}; cat /etc/shadow > /dev/null`);
+    await first.sees("/etc/shadow");
+    first.close();
+    await first.closed;
+    const second = await attached(world, owner, "s");
+    second.type("\r");
+    await second.control("blocked");
+    await runAndSee(second, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("a blocked line typed by the lease holder is caught when a view that took control sends the Enter", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const first = await attached(world, owner, "s");
+    const second = await attached(world, owner, "s");
+    const marker = join(world.tempDir("marker"), "handoff-ran");
+    first.type(`touch ${marker}; cat /etc/shadow > /dev/null`);
+    await second.sees("/etc/shadow");
+    second.send({ type: "takeControl" });
+    await second.control("lease", (c) => c.you === true);
+    second.type("\r");
+    await second.control("blocked");
+    await runAndSee(second, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("a blocked line run with Ctrl+X Ctrl+E (edit-and-execute) is caught", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    const marker = join(world.tempDir("marker"), "edit-exec-ran");
+    // An "editor" that leaves the line as it is: bash then runs it.
+    await runAndSee(terminal, "export VISUAL=true; echo set-$((1+1))", "set-2");
+    terminal.type(`touch ${marker}; cat /etc/shadow > /dev/null\x18\x05`);
+    await terminal.control("blocked");
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("input queued behind lines waiting for the screen is bounded: past it keys are dropped with a notice, and the session lives on", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
+    // Ctrl+A marks each line edited, so each Enter waits for the screen; two bytes each are far inside the byte rate.
+    for (let i = 0; i < 500; i++) terminal.type("\x01\r");
+    const notice = await terminal.control("notice");
+    expect(notice.message).toContain("too fast");
+    await waitFor(async () => {
+      terminal.type("echo alive-$((8*8))\r");
+      return terminal.sees("alive-64", 1_000).then(() => true, () => false);
+    }, "the shell to run a command once the queue drained", 30_000);
+  });
 });
