@@ -18,6 +18,14 @@ function recordingSink(): ViewSink & { controls: ControlMessage[]; bytes: number
   return sink;
 }
 
+/** A connection whose peer reads nothing until the test says so: every byte sent stays queued (`queued`, what `buffered()` reports). */
+function queuingSink() {
+  const sink = Object.assign(recordingSink(), { queued: 0 });
+  sink.output = (b: Uint8Array) => void ((sink.bytes += b.length), (sink.queued += b.length));
+  sink.buffered = () => sink.queued;
+  return sink;
+}
+
 function views() {
   const mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 100 });
   const pauses: string[] = [];
@@ -83,15 +91,8 @@ describe("session views", () => {
   test("a client that acks output it never read lags once its connection holds a high watermark, and gets no snapshot until the connection drains", async () => {
     const { mirror, set } = views();
     // Connections whose peers stop reading after the first snapshot: every byte sent from then on stays queued here.
-    const stuck = () => {
-      const sink = { ...recordingSink(), queued: 0 };
-      return Object.assign(sink, {
-        output: (b: Uint8Array) => void ((sink.bytes += b.length), (sink.queued += b.length)),
-        buffered: () => sink.queued,
-      });
-    };
-    const holderSink = stuck();
-    const observerSink = stuck();
+    const holderSink = queuingSink();
+    const observerSink = queuingSink();
     const holder = set.attach(holderSink, { userId: "u", canWrite: true });
     const observer = set.attach(observerSink, { userId: "u", canWrite: true });
     await waitFor(() => observerSink.controls.some((c) => c.type === "snapshot") && holderSink.controls.some((c) => c.type === "snapshot"), "snapshots");
@@ -118,9 +119,7 @@ describe("session views", () => {
   test("an honest holder on a slow link keeps its output after the PTY pauses: what the PTY had buffered is queued, not a catch-up", async () => {
     const { mirror, set, pauses } = views();
     // A client that reads slowly and acks only what it read: everything it has not acked is still queued here.
-    const sink = Object.assign(recordingSink(), { queued: 0 });
-    sink.output = (b: Uint8Array) => void ((sink.bytes += b.length), (sink.queued += b.length));
-    sink.buffered = () => sink.queued;
+    const sink = queuingSink();
     const holder = set.attach(sink, { userId: "u", canWrite: true });
     await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
     sink.queued = 0;
@@ -145,9 +144,7 @@ describe("session views", () => {
   test("a holder that reads nothing cannot make the server queue without bound when the PTY's pause does not hold", async () => {
     const { mirror, set, pauses } = views();
     // It neither reads nor acks; the program cleared IXON after the pause, so output keeps coming.
-    const sink = Object.assign(recordingSink(), { queued: 0 });
-    sink.output = (b: Uint8Array) => void ((sink.bytes += b.length), (sink.queued += b.length));
-    sink.buffered = () => sink.queued;
+    const sink = queuingSink();
     const holder = set.attach(sink, { userId: "u", canWrite: true });
     await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
     sink.queued = 0;
@@ -163,11 +160,9 @@ describe("session views", () => {
 
   test("a big snapshot still queued on a slow link does not hold back the output after it", async () => {
     const { mirror, set } = views();
-    const sink = Object.assign(recordingSink(), { queued: 0 });
+    const sink = queuingSink();
     // The snapshot's JSON (a long scrollback) takes a while to leave; output queues behind it.
     sink.control = (m: ControlMessage) => void (sink.controls.push(m), m.type === "snapshot" && (sink.queued += 6_000_000));
-    sink.output = (b: Uint8Array) => void ((sink.bytes += b.length), (sink.queued += b.length));
-    sink.buffered = () => sink.queued;
     const view = set.attach(sink, { userId: "u", canWrite: true });
     await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
     for (let i = 0; i < 10; i++) {
