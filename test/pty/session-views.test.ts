@@ -33,6 +33,21 @@ function views() {
   return { mirror, set, pauses };
 }
 
+/** A lease holder on a queuing connection, past its first snapshot, then sent `chunks` chunks of 10 KB output. */
+async function holderSent(chunks: number) {
+  const { mirror, set, pauses } = views();
+  const sink = queuingSink();
+  const holder = set.attach(sink, { userId: "u", canWrite: true });
+  await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
+  sink.queued = 0;
+  const chunk = new Uint8Array(10_000).fill(0x79);
+  for (let i = 0; i < chunks; i++) {
+    mirror.write(chunk);
+    set.broadcast(chunk);
+  }
+  return { set, sink, holder, pauses, sent: chunks * chunk.length };
+}
+
 describe("session views", () => {
   test("a resize is dropped while a snapshot is in flight and allowed once it is sent; the holder's keys pass throughout", async () => {
     const { set } = views();
@@ -117,22 +132,13 @@ describe("session views", () => {
   });
 
   test("an honest holder on a slow link keeps its output after the PTY pauses: what the PTY had buffered is queued, not a catch-up", async () => {
-    const { mirror, set, pauses } = views();
     // A client that reads slowly and acks only what it read: everything it has not acked is still queued here.
-    const sink = queuingSink();
-    const holder = set.attach(sink, { userId: "u", canWrite: true });
-    await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
-    sink.queued = 0;
-    const chunk = new Uint8Array(10_000).fill(0x79);
     // The PTY pauses past the watermark, then hands over what it had already buffered (60 KB more).
-    for (let i = 0; i < 16; i++) {
-      mirror.write(chunk);
-      set.broadcast(chunk);
-    }
+    const { set, sink, holder, pauses, sent } = await holderSent(16);
     expect(pauses).toEqual(["pause"]);
     expect(holder.lagging).toBe(false);
     expect(holder.catchingUp).toBe(false);
-    expect(sink.bytes).toBe(16 * chunk.length);
+    expect(sink.bytes).toBe(sent);
     // It reads and acks it all: the PTY resumes, and no snapshot was needed.
     sink.queued = 0;
     set.ack(holder, sink.bytes);
@@ -142,17 +148,8 @@ describe("session views", () => {
   });
 
   test("a holder that reads nothing cannot make the server queue without bound when the PTY's pause does not hold", async () => {
-    const { mirror, set, pauses } = views();
     // It neither reads nor acks; the program cleared IXON after the pause, so output keeps coming.
-    const sink = queuingSink();
-    const holder = set.attach(sink, { userId: "u", canWrite: true });
-    await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
-    sink.queued = 0;
-    const chunk = new Uint8Array(10_000).fill(0x79);
-    for (let i = 0; i < 200; i++) {
-      mirror.write(chunk);
-      set.broadcast(chunk);
-    }
+    const { sink, holder, pauses } = await holderSent(200);
     expect(pauses).toEqual(["pause"]);
     expect(holder.lagging).toBe(true);
     expect(sink.bytes).toBeLessThan(1_000_000);

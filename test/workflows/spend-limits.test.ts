@@ -14,10 +14,27 @@ function limitsAt(start: number) {
   const dir = mkdtempSync(join(tmpdir(), "hatch-spend-"));
   const database = openDatabase(join(dir, "hatch.db"));
   const clock = { now: start };
+  const { sqlite } = database;
   return {
     database,
     clock,
     limits: () => new SpendLimits(database.db, () => clock.now),
+    /** Project `p` with workflows of these ids (written straight to the tables, as an earlier process left them). */
+    workflows(...ids: string[]) {
+      sqlite.exec(`INSERT INTO projects (id, slug, name, created_at) VALUES ('p', 'p', 'P', 0)`);
+      const add = sqlite.prepare(
+        `INSERT INTO workflows (id, project_id, name, instruction, runner, runner_config, mode, status, schedule, created_by, created_at, updated_at) VALUES (?, 'p', ?, '', 'command', '{}', 'fresh', 'active', 'manual', 'u', 0, 0)`,
+      );
+      for (const id of ids) add.run(id, id);
+    },
+    /** A finished run of `workflowId` that spent `tokens`, fired at `queuedAt`. */
+    run(id: string, workflowId: string, number: number, tokens: number, queuedAt: number) {
+      sqlite
+        .prepare(
+          `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at) VALUES (?, ?, 'p', ?, 'manual', 'fresh', 'succeeded', '{}', ?, ?)`,
+        )
+        .run(id, workflowId, number, tokens, queuedAt);
+    },
     [Symbol.dispose]() {
       database.close();
       rmSync(dir, { recursive: true, force: true });
@@ -42,18 +59,11 @@ describe("spend limits over a day counted in whole hours", () => {
 
   test("a new process loads the window's usage from the run rows, and the limit refuses the run past it", () => {
     using setup = limitsAt(FIRED_AT);
-    const { sqlite } = setup.database;
-    sqlite.exec(`INSERT INTO projects (id, slug, name, created_at) VALUES ('p', 'p', 'P', 0)`);
-    sqlite.exec(
-      `INSERT INTO workflows (id, project_id, name, instruction, runner, runner_config, mode, status, schedule, created_by, created_at, updated_at) VALUES ('w', 'p', 'W', '', 'command', '{}', 'fresh', 'active', 'manual', 'u', 0, 0)`,
-    );
-    const insert = sqlite.prepare(
-      `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at) VALUES (?, 'w', 'p', ?, 'manual', 'fresh', 'succeeded', '{}', ?, ?)`,
-    );
+    setup.workflows("w");
     // Two runs in the window (one at its oldest hour), one just before it.
-    insert.run("run-1", 1, 5, Date.UTC(2026, 10, 22, 10, 0));
-    insert.run("run-2", 2, 7, FIRED_AT - HOUR);
-    insert.run("run-0", 3, 100, Date.UTC(2026, 10, 22, 9, 59));
+    setup.run("run-1", "w", 1, 5, Date.UTC(2026, 10, 22, 10, 0));
+    setup.run("run-2", "w", 2, 7, FIRED_AT - HOUR);
+    setup.run("run-0", "w", 3, 100, Date.UTC(2026, 10, 22, 9, 59));
     const limits = setup.limits();
     expect(limits.usage("p")).toEqual({ runs: 2, tokens: 12 });
     limits.set("p", { runsPerDay: 3, tokensPerDay: 1000 });
@@ -65,18 +75,11 @@ describe("spend limits over a day counted in whole hours", () => {
   test("what a deleted workflow's runs spent is kept per hour, counted by the next process, and pruned once out of the window", () => {
     using setup = limitsAt(FIRED_AT);
     const { sqlite } = setup.database;
-    sqlite.exec(`INSERT INTO projects (id, slug, name, created_at) VALUES ('p', 'p', 'P', 0)`);
-    const addWorkflow = sqlite.prepare(
-      `INSERT INTO workflows (id, project_id, name, instruction, runner, runner_config, mode, status, schedule, created_by, created_at, updated_at) VALUES (?, 'p', ?, '', 'command', '{}', 'fresh', 'active', 'manual', 'u', 0, 0)`,
-    );
-    const addRun = sqlite.prepare(
-      `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at) VALUES (?, ?, 'p', ?, 'manual', 'fresh', 'succeeded', '{}', ?, ?)`,
-    );
-    for (const id of ["gone", "also-gone"]) addWorkflow.run(id, id);
-    addRun.run("run-1", "gone", 1, 5, FIRED_AT - HOUR);
-    addRun.run("run-2", "gone", 2, 7, FIRED_AT - HOUR);
-    addRun.run("run-3", "gone", 3, 100, FIRED_AT - 30 * HOUR);
-    addRun.run("run-4", "also-gone", 1, 11, FIRED_AT - HOUR);
+    setup.workflows("gone", "also-gone");
+    setup.run("run-1", "gone", 1, 5, FIRED_AT - HOUR);
+    setup.run("run-2", "gone", 2, 7, FIRED_AT - HOUR);
+    setup.run("run-3", "gone", 3, 100, FIRED_AT - 30 * HOUR);
+    setup.run("run-4", "also-gone", 1, 11, FIRED_AT - HOUR);
     const limits = setup.limits();
     for (const id of ["gone", "also-gone"]) limits.deleteKeepingUsage(id, () => sqlite.exec(`DELETE FROM workflows WHERE id = '${id}'`));
     expect(sqlite.query("SELECT count(*) AS n FROM workflow_runs").get()).toEqual({ n: 0 });
@@ -91,13 +94,8 @@ describe("spend limits over a day counted in whole hours", () => {
   test("a workflow delete that fails keeps nothing on record: the next process counts its runs once", () => {
     using setup = limitsAt(FIRED_AT);
     const { sqlite } = setup.database;
-    sqlite.exec(`INSERT INTO projects (id, slug, name, created_at) VALUES ('p', 'p', 'P', 0)`);
-    sqlite.exec(
-      `INSERT INTO workflows (id, project_id, name, instruction, runner, runner_config, mode, status, schedule, created_by, created_at, updated_at) VALUES ('w', 'p', 'W', '', 'command', '{}', 'fresh', 'active', 'manual', 'u', 0, 0)`,
-    );
-    sqlite.exec(
-      `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at) VALUES ('run-1', 'w', 'p', 1, 'manual', 'fresh', 'succeeded', '{}', 5, ${FIRED_AT - HOUR})`,
-    );
+    setup.workflows("w");
+    setup.run("run-1", "w", 1, 5, FIRED_AT - HOUR);
     // The delete itself is refused (a disk error, a constraint): what was kept for it must go with it.
     sqlite.exec(`CREATE TEMP TRIGGER refuse_delete BEFORE DELETE ON workflows BEGIN SELECT RAISE(ABORT, 'refused'); END`);
     expect(() => setup.limits().deleteKeepingUsage("w", () => sqlite.exec(`DELETE FROM workflows WHERE id = 'w'`))).toThrow("refused");
