@@ -1,5 +1,6 @@
 import { ScreenMirror, type ParserThread } from "../screen/index.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
+import { shellInForeground } from "./foreground-program.ts";
 import { InputGuard } from "./input-guard.ts";
 import type { PtyProcess } from "./pty-process.ts";
 import type { LaunchSpec, SpawnedPty } from "./launch-spec.ts";
@@ -199,8 +200,9 @@ export class PtySession {
       protectedPaths: this.options.protectedPaths,
       // Pasted image paths point into scratch, which lives inside the protected data dir.
       allowedPaths: [this.options.scratch.path],
-      // In a full-screen app the cursor line is the editor's, not a shell command.
-      fullScreen: () => this.mirror.fullScreen,
+      // In a full-screen app the cursor line is the editor's, not a shell command. The output alone cannot say
+      // so (`printf '\e[?1049h'` at the prompt): a shell leading the terminal's foreground is still a shell.
+      fullScreen: () => this.mirror.fullScreen && shellInForeground(this.#process.pid, this.options.launch.argv[0] ?? "") !== true,
     });
     this.#guards.set(view, { guard, bucket: new TokenBucket(this.options.inputBucket) });
     return view;

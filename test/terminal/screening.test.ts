@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { attached, createSession, runAndSee } from "../helpers/terminal.ts";
+import { attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
+import type { TerminalClient } from "../helpers/terminal-client.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -129,6 +130,60 @@ describe("line-buffered input screening", () => {
     await terminal.control("blocked");
     await runAndSee(terminal, "echo after-$((6*7))", "after-42");
     expect(existsSync(marker)).toBe(false);
+  });
+
+  describe("a shell that switched to the alternate screen itself is still a shell", () => {
+    /** Switch to the alternate screen at the prompt, then run a blocked line recalled from readline's kill ring: nothing typed holds it. */
+    async function runKilledAndYankedLine(terminal: TerminalClient, marker: string): Promise<void> {
+      await runAndSee(terminal, "printf '\\e[?1049h'; echo alt-$((2*3))", "alt-6");
+      await terminal.control("fullScreen", (c) => c.active === true);
+      terminal.type(`touch ${marker}; cat /etc/shadow > /dev/null`);
+      await terminal.sees("/etc/shadow");
+      terminal.type("\x15\x19\r");
+    }
+
+    test("on the Container Root tab", async () => {
+      await using world = await startWorld();
+      const owner = await world.signedIn(await world.project(), "owner");
+      await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+      const terminal = await attached(world, owner, "s");
+      const marker = join(world.tempDir("marker"), "alt-screen-ran");
+      await runKilledAndYankedLine(terminal, marker);
+      await terminal.control("blocked");
+      await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+      expect(existsSync(marker)).toBe(false);
+    });
+
+    test("on a confined source tab", async () => {
+      await using world = await startWorld();
+      const project = await world.project();
+      const docs = localSource(world, project, "docs", { member: "rwx" });
+      const member = await world.signedIn(project, "member");
+      await createSession(member.client, { sourceSlug: "docs", id: "s" });
+      const terminal = await attached(world, member, "s");
+      const marker = join(docs.root, "alt-screen-ran");
+      await runKilledAndYankedLine(terminal, marker);
+      await terminal.control("blocked");
+      await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+      expect(existsSync(marker)).toBe(false);
+    });
+  });
+
+  test("under a real full-screen program an edited line is the editor's text: Enter reaches it even when the text looks blocked", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    const file = join(world.tempDir("vim"), "notes.sh");
+    writeFileSync(file, "cat /etc/shadow\n");
+    terminal.type(`vim -u NONE -N ${file}\r`);
+    await terminal.control("fullScreen", (c) => c.active === true);
+    await terminal.sees("cat /etc/shadow");
+    // Append, step left (an edit), split the line with Enter, then save.
+    terminal.type("A\x1b[D\r");
+    terminal.type("\x1b:wq\r");
+    await waitFor(() => readFileSync(file, "utf8") === "cat /etc/shado\nw\n", "vim to save the split line");
+    expect(terminal.controls.filter((c) => c.type === "blocked")).toEqual([]);
   });
 
   test("input queued behind lines waiting for the screen is bounded: past it keys are dropped with a notice, and the session lives on", async () => {
