@@ -4,6 +4,8 @@ import { SCRATCH_ENV_NAMES } from "./environment.ts";
 
 /** Passes over /proc before giving up on a process tree that keeps forking. */
 const MAX_PASSES = 20;
+/** Pause before a pass that can only confirm quiet (passes that still find processes run back to back). */
+const QUIET_PASS_GAP_MS = 10;
 
 /** One caller's request: its marks, what it has stopped so far, and how it is answered. */
 interface Sweep {
@@ -53,6 +55,9 @@ async function scan(): Promise<void> {
       const serving = [...sweeps];
       const found = await markedPids(serving);
       for (const sweep of serving) settle(sweep, found.get(sweep) ?? []);
+      // A pass that only confirms quiet waits a moment first: a process caught mid-exec needs CPU time
+      // to get its environment back, and two passes back to back on a busy host can both miss it.
+      if (sweeps.size > 0 && [...sweeps].every((sweep) => sweep.quiet > 0)) await delay(QUIET_PASS_GAP_MS);
     }
   } catch (error) {
     for (const sweep of sweeps) sweep.reject(error);
@@ -115,4 +120,8 @@ function signal(pid: number, name: NodeJS.Signals): boolean {
   } catch {
     return false; // exited meanwhile
   }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
