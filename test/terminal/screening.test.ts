@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
 import type { TerminalClient } from "../helpers/terminal-client.ts";
+import { ECHO_WAIT_MS } from "../../src/pty/input-guard.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -184,6 +185,25 @@ describe("line-buffered input screening", () => {
     terminal.type("\x1b:wq\r");
     await waitFor(() => readFileSync(file, "utf8") === "cat /etc/shado\nw\n", "vim to save the split line");
     expect(terminal.controls.filter((c) => c.type === "blocked")).toEqual([]);
+  });
+
+  test("input a view queued behind a line waiting for the screen is not forwarded once another view took control", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const first = await attached(world, owner, "s");
+    const second = await attached(world, owner, "s");
+    await runAndSee(first, "echo ready-$((1+1))", "ready-2");
+    const marker = join(world.tempDir("marker"), "queued-ran");
+    // Ctrl+A on an empty line echoes nothing, so its Enter waits the whole screen bound; the touch queues behind it.
+    first.type("\x01\r");
+    first.type(`touch ${marker}\r`);
+    second.send({ type: "takeControl" });
+    await second.control("lease", (c) => c.you === true);
+    await runAndSee(second, "echo after-$((6*7))", "after-42");
+    // The first view's queue is dealt with once its line's wait for the screen ends.
+    await Bun.sleep(ECHO_WAIT_MS + 100);
+    expect(existsSync(marker)).toBe(false);
   });
 
   test("input queued behind lines waiting for the screen is bounded: past it keys are dropped with a notice, and the session lives on", async () => {
