@@ -4,8 +4,8 @@ import { Blocklist, type BlocklistOptions, type LineVerdict } from "./blocklist.
  * Line-buffered input screening in front of a PTY. Keystrokes stay
  * interactive: every byte but a line terminator goes to the PTY at once, so
  * the shell echoes as the user types. Only when a line completes (Enter, a
- * newline inside a paste, Ctrl+O, Ctrl+X Ctrl+E) is it checked, before its
- * terminator is sent. A blocked line is never terminated: it is wiped instead.
+ * newline inside a paste, Ctrl+O, Ctrl+X Ctrl+E, Esc v) is it checked, before
+ * its terminator is sent. A blocked line is never terminated: it is wiped instead.
  *
  * The locally typed buffer is the truth only for plain typing. After arrow
  * keys, Tab, Ctrl+R and the like the shell's line differs from what was typed,
@@ -44,6 +44,9 @@ export interface InputGuardOptions extends BlocklistOptions {
 export const LINE_KILL = "\x05\x15";
 /** Ctrl+G: readline's abort, which cancels a pending prefix key such as Ctrl+X. */
 const ABORT_KEY = "\x07";
+/** vi command mode's append-at-end-of-line. */
+const VI_APPEND = "A";
+const ESCAPE = "\x1b";
 /**
  * How long an edited line waits for the shell's echo to reach the mirror.
  * Local shells answer in a few milliseconds; the bound keeps a flooding
@@ -165,6 +168,12 @@ export class InputGuard {
   }
 
   #step(c: string): Promise<void> | undefined {
+    // Esc then v: vi mode's edit-and-execute-command, which runs the line (as Alt+v it is unbound in emacs mode).
+    if (this.#escape === ESCAPE && c === "v" && !this.#inPaste) {
+      this.#escape = null;
+      this.#edited = true;
+      return this.#complete(c);
+    }
     if (this.#escape !== null && this.#continueEscape(c)) return undefined;
     const editAndExecute = c === "\x05" && this.#afterCtrlX;
     this.#afterCtrlX = c === "\x18" && !this.#inPaste;
@@ -256,7 +265,9 @@ export class InputGuard {
       // Inside a bracketed paste the shell inserts control keys literally, so
       // close the paste, wipe, and reopen it for the rest of the pasted text.
       // After Ctrl+X the wipe's own Ctrl+E would run the line: Ctrl+G cancels the prefix first.
-      const wipe = terminator === "\x05" ? ABORT_KEY + LINE_KILL : LINE_KILL;
+      // After Esc v the shell may be in vi's command mode: A enters insert mode at the line's end first (in emacs
+      // mode it is inserted and killed with the rest).
+      const wipe = terminator === "\x05" ? ABORT_KEY + LINE_KILL : terminator === "v" ? VI_APPEND + LINE_KILL : LINE_KILL;
       this.#options.forward(this.#inPaste ? PASTE_END + wipe + PASTE_START : wipe);
       // A blocked continuation line keeps its prefix, so retyping the tail alone is still caught.
       this.#reset({ clearContinuation: false });

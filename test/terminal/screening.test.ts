@@ -187,6 +187,24 @@ describe("line-buffered input screening", () => {
     expect(terminal.controls.filter((c) => c.type === "blocked")).toEqual([]);
   });
 
+  test("a blocked line run from vi mode's command mode with v (edit-and-execute) is caught", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    const marker = join(world.tempDir("marker"), "vi-edit-exec-ran");
+    await runAndSee(terminal, "set -o vi; export VISUAL=true; echo set-$((1+1))", "set-2");
+    terminal.type(`touch ${marker}; cat /etc/shadow > /dev/null`);
+    await terminal.sees("/etc/shadow");
+    // Escape to command mode, then v: bash hands the line to $VISUAL and runs what it leaves.
+    terminal.type("\x1b");
+    terminal.type("v");
+    await terminal.control("blocked");
+    // The wipe leaves an empty line in insert mode: the next command runs as typed.
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+  });
+
   test("input a view queued behind a line waiting for the screen is not forwarded once another view took control", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
