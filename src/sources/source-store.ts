@@ -1,5 +1,6 @@
 import { and, eq, sql } from "drizzle-orm";
-import { isAbsolute } from "node:path";
+import { realpathSync } from "node:fs";
+import { isAbsolute, resolve } from "node:path";
 import { sourceRules, sources, type Db } from "../db/index.ts";
 import { badRequest, conflict, newId, notFound } from "../platform/index.ts";
 import { parsePerms } from "./permissions.ts";
@@ -63,6 +64,7 @@ export class SourceStore {
     if (needsRoot && (!input.root || !isAbsolute(input.root))) {
       throw badRequest("invalid_root", `Cannot add source "${input.slug}": a ${input.kind} source needs an absolute root path`);
     }
+    if (input.kind === "local" && input.root) refuseLinkedRoot(input.slug, input.root);
     if (this.bySlug(projectId, input.slug)) throw conflict("source_exists", `Cannot add source: "${input.slug}" already exists`);
     const source: Source = {
       id: newId(),
@@ -147,4 +149,19 @@ export class SourceStore {
   markSeeded(sourceId: string, at: number): void {
     this.db.update(sources).set({ seededAt: at }).where(eq(sources.id, sourceId)).run();
   }
+}
+
+/**
+ * A local root must be its own real path: a session opens exactly that path,
+ * and through a symlink it would open wherever the link points at the time.
+ * A root that does not exist yet is accepted (it is checked at every create).
+ */
+function refuseLinkedRoot(slug: string, root: string): void {
+  let real: string;
+  try {
+    real = realpathSync(root);
+  } catch {
+    return;
+  }
+  if (real !== resolve(root)) throw badRequest("invalid_root", `Cannot add source "${slug}": its root ${root} is reached through a symbolic link; add its real path, ${real}`);
 }

@@ -1,5 +1,5 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { badRequest, can, FEATURES, forbidden, HatchError, notFound, requireFeature, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
 import { effectivePermissions, formatPerms, isInside, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
@@ -159,7 +159,7 @@ export class SourceDestinations implements DestinationResolver {
     if (!source.enabled) return "The source is disabled";
     if (!perms.exec) return "Your policy does not allow running commands here";
     if (!source.running) return "The source is not running";
-    if (!realRoot(source)) return "The source's root directory does not exist";
+    if (!realRoot(source)) return rootProblem(source);
     const { mode, reason } = this.options.confinement();
     if (mode === null && !can(caller, FEATURES.execUnconfined)) return `Confinement is unavailable on this server: ${reason ?? "unknown reason"}`;
     return null;
@@ -214,13 +214,31 @@ function lettersAt(paths: Record<string, string>, path: string): string {
   return deepest === undefined ? "" : paths[deepest]!;
 }
 
+/**
+ * The source's root when it is an existing directory reached without any
+ * symlink, else null. Through a symlink the root would be wherever the link
+ * points now, and whoever can write the directory holding the link (a member,
+ * from another source's tab) would choose it: another team's tree, a hidden
+ * host-secret dir, /etc/cron.d.
+ */
 function realRoot(source: Source): string | null {
   try {
     const root = realpathSync(source.root!);
-    return statSync(root).isDirectory() ? root : null;
+    return root === resolve(source.root!) && statSync(root).isDirectory() ? root : null;
   } catch {
     return null;
   }
+}
+
+/** Why `realRoot` has no root for a source, for the listing and a refused create. */
+function rootProblem(source: Source): string {
+  try {
+    const root = realpathSync(source.root!);
+    if (root !== resolve(source.root!)) return "The source's root is reached through a symbolic link; an admin must add it by its real path";
+  } catch {
+    // missing: said below
+  }
+  return "The source's root directory does not exist";
 }
 
 function resolveCwd(root: string, requested: string | undefined, slug: string): string {

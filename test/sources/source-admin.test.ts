@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sourceCommands, adminCommands } from "../../src/cli/index.ts";
@@ -22,6 +22,12 @@ describe("managing sources", () => {
     expect((await admin.client.post("/api/sources/docs/rules", { subjectKind: "role", subject: "member", path: "../etc", effect: "allow", perms: "rw" })).status).toBe(400);
     expect((await admin.client.post("/api/sources/docs/rules", { subjectKind: "role", subject: "member", effect: "allow", perms: "rwz" })).status).toBe(400);
     expect((await admin.client.post("/api/sources", { slug: "rel", kind: "local", root: "relative/path" })).status).toBe(400);
+    // A root reached through a symlink would open wherever the link points at the time: the real path is asked for.
+    const linked = join(world.tempDir("links"), "docs-link");
+    symlinkSync(root, linked);
+    const refused = await admin.client.post("/api/sources", { slug: "linked", kind: "local", root: linked });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toEqual({ code: "invalid_root", message: `Cannot add source "linked": its root ${linked} is reached through a symbolic link; add its real path, ${root}` });
     expect((await admin.client.post("/api/sources", { slug: "docs", kind: "local", root })).status).toBe(409);
     expect((await admin.client.post("/api/sources", { slug: "container-root", kind: "local", root })).status).toBe(400);
     expect((await member.client.get("/api/sources")).status).toBe(403);

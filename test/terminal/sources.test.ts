@@ -1,9 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
-import { startWorld } from "../helpers/world.ts";
+import type { Project } from "../../src/platform/index.ts";
+import { startWorld, type World } from "../helpers/world.ts";
 
 describe("GET /terminal/sources", () => {
   test("a member sees exactly the tabs the specification says, with reasons and badges", async () => {
@@ -175,6 +176,46 @@ describe("create re-checks everything", () => {
     expect(world.hatch.terminal.sessions.count()).toBe(0);
   });
 
+  describe("a source whose root another tab turned into a symlink cannot be opened, wherever the link points", () => {
+    const targets: [string, (world: World, project: Project) => string][] = [
+      ["another team's source", (world, project) => localSource(world, project, "payroll", { admin: "rwx" }).root],
+      ["a dir under /root (a hidden host secret)", (world) => ownDir(world, "/root")],
+      ["a dir under /etc (as /etc/cron.d would be)", (world) => ownDir(world, "/etc")],
+      ["a dir under /tmp that bwrap hides (unix sockets of unconfined processes)", (world) => ownDir(world, "/tmp")],
+    ];
+    for (const [name, target] of targets) {
+      test(name, async () => {
+        await using world = await startWorld();
+        const project = await world.project();
+        const member = await world.signedIn(project, "member");
+        // A monorepo the member may write, and a narrower source for one of its folders.
+        const mono = localSource(world, project, "mono", { member: "rwx" });
+        mkdirSync(join(mono.root, "docs"));
+        const docs = world.hatch.terminal.sources.add(project.id, { slug: "docs", kind: "local", root: join(mono.root, "docs") });
+        world.hatch.terminal.sources.addRule(docs, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+        const destination = target(world, project);
+        writeFileSync(join(destination, "secret"), "not for members");
+        expect((await createSession(member.client, { sourceSlug: "docs", id: "before" })).status).toBe(201);
+        expect((await createSession(member.client, { sourceSlug: "mono", id: "mono" })).status).toBe(201);
+
+        const swap = await member.client.post(`${TERMINAL}/sessions/mono/exec`, { command: `rmdir docs && ln -s ${destination} docs && echo swapped` });
+        expect(swap.body.output).toBe("swapped\n");
+
+        const reason = "The source's root is reached through a symbolic link; an admin must add it by its real path";
+        const refused = await createSession(member.client, { sourceSlug: "docs", id: "after" });
+        expect(refused.status).toBe(403);
+        expect(refused.body.error).toEqual({ code: "source_unavailable", message: `Cannot open "docs": ${reason}` });
+        const listed = (await member.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "docs");
+        expect(listed).toMatchObject({ selectable: false, reason });
+        // The session opened before the swap is held to the source as it is now.
+        const exec = await member.client.post(`${TERMINAL}/sessions/before/exec`, { command: "cat secret" });
+        expect(exec.status).toBe(403);
+        expect(exec.body.error.code).toBe("source_narrowed");
+        expect(world.hatch.terminal.sessions.count()).toBe(2);
+      });
+    }
+  });
+
   test("a holder of exec.unconfined gets the bare spawn", async () => {
     await using world = await startWorld();
     const project = await world.project();
@@ -265,3 +306,10 @@ describe("reattach re-checks authority", () => {
     expect({ status: exec.status, code: exec.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
   });
 });
+
+/** A fresh dir of the test's own under `parent`, removed with the world. */
+function ownDir(world: World, parent: string): string {
+  const dir = mkdtempSync(join(parent, "hatch-test-"));
+  world.onDispose(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
