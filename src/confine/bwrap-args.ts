@@ -3,11 +3,14 @@
  * passes in what it learned from the filesystem.
  *
  * Order matters: bwrap applies mounts left to right and a later mount lands on
- * top of an earlier one. So the shared dirs and host secrets are hidden first,
- * then roots are bound parents first (a read-only sub-rule lands on its
- * writable parent, a root under /root shows through), then deny paths are
- * covered (a denied data dir inside a root stays hidden), and the scratch dir
- * is bound last so it shows even when it lives under /tmp or the data dir.
+ * top of an earlier one. Hidden shared dirs, host secrets, exposed helper paths
+ * and roots are mounted shallowest first, so the deeper one wins: a read-only
+ * sub-rule lands on its writable parent, a root under /root shows through, and
+ * a root above /tmp or a secret (a source rooted at /var) gets them hidden
+ * again on top of it. At one path a root wins, as the operator asked for it.
+ * Then deny paths are covered (a denied data dir inside a root stays hidden),
+ * and the scratch dir is bound last so it shows even when it lives under /tmp
+ * or the data dir.
  */
 
 /** One entry to hide: a directory gets an empty tmpfs, a file gets /dev/null. */
@@ -51,15 +54,24 @@ export function bwrapArgs(layout: BwrapLayout): string[] {
   // bwrap's own PID 1 keeps bwrap's environment: start empty, the program's env travels to the helper.
   args.push("--clearenv");
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc");
-  for (const dir of layout.hide) args.push("--tmpfs", dir);
-  for (const hidden of layout.conceal) args.push(...cover(hidden));
-  for (const path of layout.expose) args.push("--ro-bind", path, path);
-  for (const root of layout.roots) args.push(root.write ? "--bind" : "--ro-bind", root.path, root.path);
+  const layered: { path: string; mount: string[] }[] = [
+    ...layout.hide.map((dir) => ({ path: dir, mount: ["--tmpfs", dir] })),
+    ...layout.conceal.map((hidden) => ({ path: hidden.path, mount: cover(hidden) })),
+    ...layout.expose.map((path) => ({ path, mount: ["--ro-bind", path, path] })),
+    ...layout.roots.map((root) => ({ path: root.path, mount: [root.write ? "--bind" : "--ro-bind", root.path, root.path] })),
+  ];
+  // Deeper paths last (a stable sort keeps hide, conceal, expose, roots at one path, and roots parents first).
+  for (const { mount } of layered.sort((a, b) => depth(a.path) - depth(b.path))) args.push(...mount);
   for (const hidden of layout.deny) args.push(...cover(hidden));
   args.push("--bind", layout.scratch, layout.scratch);
   // Bun reads bunfig.toml from its cwd before the helper runs: start it in "/", the helper enters the real cwd.
   args.push("--chdir", "/");
   return args;
+}
+
+/** Path components below "/". */
+function depth(path: string): number {
+  return path.split("/").filter((part) => part !== "").length;
 }
 
 function cover(hidden: HiddenPath): string[] {

@@ -116,6 +116,26 @@ describe("the planned command", () => {
   });
 });
 
+describe("a root above what bwrap hides", () => {
+  test("the hidden dirs and host secrets inside a root are hidden again on top of it, and what must show inside them is bound after", async () => {
+    await using sb = await layout();
+    const secret = join(sb.root, "keys");
+    const project = join(secret, "project");
+    mkdirSync(project, { recursive: true });
+    const cmd = planConfinedCommand({ ...sb.spec(), roots: [{ path: sb.root, write: false }, { path: project, write: true }] }, LINUX, {
+      helper: { bun: join(secret, "bun"), script: join(secret, "hatch", "landlock-exec.ts") },
+      hostSecrets: [secret],
+    });
+    const at = (...seq: string[]) => cmd.argv.findIndex((_, i) => i > 8 && seq.every((s, j) => cmd.argv[i + j] === s));
+    const root = at("--ro-bind", sb.root, sb.root);
+    const hidden = at("--tmpfs", secret);
+    const exposed = at("--ro-bind", join(secret, "hatch"), join(secret, "hatch"));
+    const inner = at("--bind", project, project);
+    expect([root, hidden, exposed, inner].every((i) => i > 0)).toBe(true);
+    expect(root < hidden && hidden < exposed && hidden < inner).toBe(true);
+  });
+});
+
 describe("refused roots (root_invalid, before anything is spawned)", () => {
   test("a root that is a symlink leading out of its source boundary", async () => {
     await using sb = await layout();

@@ -216,6 +216,22 @@ describe("create re-checks everything", () => {
     }
   });
 
+  test("a source rooted above a shared temp dir (/var holds /var/tmp) does not bring the host's copy of it into the sandbox", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = world.hatch.terminal.sources.add(project.id, { slug: "var", kind: "local", root: "/var" });
+    world.hatch.terminal.sources.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
+    // Where unconfined programs keep their sockets and temp files.
+    const shared = ownDir(world, "/var/tmp");
+    writeFileSync(join(shared, "flag"), "host-only");
+    expect((await createSession(member.client, { sourceSlug: "var", id: "v" })).status).toBe(201);
+    const confinement = (await member.client.get(`${TERMINAL}/sessions`)).body.sessions[0].confinement;
+    const seen = await member.client.post(`${TERMINAL}/sessions/v/exec`, { command: `cat ${shared}/flag 2>/dev/null || echo hidden; ls /var/lib >/dev/null && echo root-readable` });
+    // Only bwrap hides the shared dirs; Landlock alone reads them like any other path.
+    expect(seen.body.output).toBe(confinement === "landlock+bwrap" ? "hidden\nroot-readable\n" : "host-only\nroot-readable\n");
+  });
+
   test("a holder of exec.unconfined gets the bare spawn", async () => {
     await using world = await startWorld();
     const project = await world.project();
