@@ -10,7 +10,7 @@ import {
   type SessionManager,
   type SessionNamespace,
 } from "../pty/index.ts";
-import { isUriShaped, type DestinationResolver } from "./destination.ts";
+import { CONTAINER_ROOT, isUriShaped, type DestinationResolver } from "./destination.ts";
 
 /** Which session a request addresses: `agentId` and, for supervisors, `userId`. */
 export interface SessionAddress {
@@ -165,11 +165,27 @@ export class TerminalService {
     return result;
   }
 
+  /**
+   * Whether a supervisor's keys may reach another user's session. A confined
+   * session runs under its owner's policy, which `narrowed` holds it to. An
+   * unconfined one (Container Root, a tab of an exec.unconfined holder) is a
+   * bare process: driving it takes the feature that would give the supervisor
+   * one of their own, or terminal.supervise alone would be an unconfined shell.
+   */
+  supervisorMayDrive(caller: ProjectCaller, session: PtySession): boolean {
+    if (session.launch.confine !== null) return true;
+    return can(caller, unconfinedFeatureOf(session));
+  }
+
   /** A session the caller may drive (type into, resize, exec in), or the refusal. */
   async #drivable(caller: ProjectCaller, sessionId: string, address: SessionAddress): Promise<PtySession> {
     requireFeature(caller, FEATURES.coreExecute);
-    const { namespace } = this.namespace(caller, address, sessionId);
+    const { namespace, supervising } = this.namespace(caller, address, sessionId);
     const session = this.options.sessions.get({ ...namespace, id: sessionId });
+    if (supervising && !this.supervisorMayDrive(caller, session)) {
+      const feature = unconfinedFeatureOf(session);
+      throw forbidden("unconfined_session", `This session runs unconfined: driving it takes ${feature}, which you do not hold`);
+    }
     // New work runs under the authority the session was created with: refuse it once that authority narrowed, as a reattach is.
     if (await this.narrowed(caller, session)) {
       throw forbidden("source_narrowed", "This session's source no longer allows its owner to run commands in it");
@@ -184,4 +200,9 @@ export class TerminalService {
     }
     return requested;
   }
+}
+
+/** The feature that gives a caller an unconfined session like this one. */
+function unconfinedFeatureOf(session: PtySession): string {
+  return session.sourceSlug === CONTAINER_ROOT ? FEATURES.terminalContainer : FEATURES.execUnconfined;
 }

@@ -25,6 +25,8 @@ export type ViewAccess =
  * database as they are now: signed in, a member with terminal.read in a
  * project where the package is visible, the session addressable (agent axis,
  * supervise), and, for the session's owner, a source that still allows it.
+ * A supervisor types into an unconfined session only with the feature that
+ * would give them one of their own.
  * The same rules decide the connect and every later re-check, so a view never
  * keeps more than a fresh connect would get.
  */
@@ -42,7 +44,8 @@ export async function decideViewAccess(platform: Platform, terminal: TerminalSer
     const narrowed = await terminal.narrowed(caller, session);
     // The owner cannot open a narrowed session. A supervisor still may, to see what it shows before terminating it, but only to watch.
     if (narrowed && !supervising) return { allowed: false, code: CLOSE.forbidden, reason: "This session's source no longer allows you to open it" };
-    return { allowed: true, caller, session, canWrite: can(caller, FEATURES.coreExecute) && !narrowed };
+    const canWrite = can(caller, FEATURES.coreExecute) && !narrowed && (!supervising || terminal.supervisorMayDrive(caller, session));
+    return { allowed: true, caller, session, canWrite };
   } catch (error) {
     if (error instanceof HatchError) return { allowed: false, code: closeCodeFor(error), reason: "" };
     throw error;

@@ -3,7 +3,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
-import { attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
+import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -114,6 +114,55 @@ describe("the terminal WebSocket", () => {
     await mine.sees("supervised-36");
     // Without the agent the identity is incomplete: the same id in the member's own namespace does not exist.
     expect(await (await openTerminal(world, owner, "m", { userId: member.user.id })).closed).toBe(4404);
+  });
+
+  describe("a supervisor drives an unconfined session only with the feature that would give them one of their own", () => {
+    test("Container Root: terminal.supervise without terminal.container watches, read-only, and cannot exec", async () => {
+      await using world = await startWorld();
+      const project = await world.project();
+      // Admins do not get core.execute by default; this one types in its own session.
+      world.platform.roles.grant(project.id, "admin", "core.execute");
+      const admin = await world.signedIn(project, "admin");
+      world.platform.roles.grant(project.id, "member", "terminal.supervise");
+      const member = await world.signedIn(project, "member");
+      expect((await createSession(admin.client, { sourceSlug: "container-root", id: "root" })).status).toBe(201);
+      const marker = join(world.tempDir("marker"), "supervisor-ran");
+      const watching = await attached(world, member, "root", { userId: admin.user.id });
+      await watching.control("readOnly");
+      watching.send({ type: "takeControl" });
+      watching.type(`touch ${marker}\r`);
+      const exec = await member.client.post(`${TERMINAL}/sessions/root/exec?userId=${admin.user.id}`, { command: `touch ${marker}` });
+      expect(exec.status).toBe(403);
+      expect(exec.body.error).toEqual({ code: "unconfined_session", message: "This session runs unconfined: driving it takes terminal.container, which you do not hold" });
+      // The admin's own view still drives it; the member's keys never arrived.
+      const own = await attached(world, admin, "root");
+      await runAndSee(own, "echo admin-$((5*5))", "admin-25");
+      expect(existsSync(marker)).toBe(false);
+      // With the feature the same supervisor drives it.
+      world.platform.roles.grant(project.id, "member", "terminal.container");
+      expect((await member.client.post(`${TERMINAL}/sessions/root/exec?userId=${admin.user.id}`, { command: "echo driven" })).body.output).toBe("driven\n");
+    });
+
+    test("an exec.unconfined holder's bare source tab: an admin supervisor without exec.unconfined watches and cannot exec", async () => {
+      await using world = await startWorld();
+      const project = await world.project();
+      const owner = await world.signedIn(project, "owner");
+      world.platform.roles.grant(project.id, "admin", "core.execute");
+      const admin = await world.signedIn(project, "admin");
+      localSource(world, project, "docs", { owner: "rwx", admin: "rwx" });
+      expect((await createSession(owner.client, { sourceSlug: "docs", id: "o" })).status).toBe(201);
+      expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions[0].confinement).toBe("none");
+      const watching = await attached(world, admin, "o", { userId: owner.user.id });
+      await watching.control("readOnly");
+      const exec = await admin.client.post(`${TERMINAL}/sessions/o/exec?userId=${owner.user.id}`, { command: "true" });
+      expect(exec.status).toBe(403);
+      expect(exec.body.error.code).toBe("unconfined_session");
+      // A confined session of the same source is the owner's policy, not a bare process: the supervisor drives it.
+      const member = await world.signedIn(project, "member");
+      world.hatch.terminal.sources.addRule(world.hatch.terminal.sources.require(project.id, "docs"), { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+      expect((await createSession(member.client, { sourceSlug: "docs", id: "m" })).status).toBe(201);
+      expect((await admin.client.post(`${TERMINAL}/sessions/m/exec?userId=${member.user.id}`, { command: "echo confined" })).body.output).toBe("confined\n");
+    });
   });
 
   test("a connection without core.execute gets readOnly and every keystroke and resize is dropped", async () => {
