@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { type BwrapLayout, bwrapArgs, type HiddenPath } from "./bwrap-args.ts";
 import { confinementUnavailable, confinementUnsupported, rootInvalid } from "./confine-errors.ts";
 import { type ConfineSpec, pathDepth, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
-import { formatHelperArgs, type HelperArgs } from "./helper-args.ts";
+import { argsToEnv, formatHelperArgs, type HelperArgs } from "./helper-args.ts";
 import { HOST_SECRET_PATHS } from "./host-secrets.ts";
 import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";
 import { isStrictlyWithin, isWithin } from "./landlock-rules.ts";
@@ -110,7 +110,7 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
   const helper = [options.helper.bun, ...BUN_HELPER_FLAGS, options.helper.script];
   const helperArgs = landlockArgs(resolved, secrets, abiMin, newSession, bwrap !== null);
   if (bwrap === null) {
-    return { argv: [...helper, ...formatHelperArgs(helperArgs)], env: { ...OUTER_ENV }, cwd: "/", mode: "landlock" };
+    return { argv: helper, env: { ...OUTER_ENV, ...argsToEnv(formatHelperArgs(helperArgs)) }, cwd: "/", mode: "landlock" };
   }
   const layout = bwrapLayout(resolved, secrets, options.helper, newSession);
   return {

@@ -13,6 +13,14 @@
  * before the helper's first line runs, so a `--preload` there would execute
  * before Landlock is in force. The helper itself runs with a fixed minimal
  * environment and cwd `/`, and hands exactly the `--env` list to `execve`.
+ *
+ * Without bwrap the arguments travel in the helper's environment instead
+ * (`argsToEnv`): any process may read another's `/proc/<pid>/cmdline`, so the
+ * host's other sandboxes could read a session's environment there while its
+ * helper starts; reading `/proc/<pid>/environ` takes ptrace rights, which
+ * Landlock denies across sandboxes. Only `HATCH_HELPER_ARG_*` names are used,
+ * so nothing Bun reads at start-up can be set through them. Inside bwrap the
+ * command line is private to the sandbox's own PID namespace.
  */
 import { normalize } from "node:path";
 import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";
@@ -100,4 +108,31 @@ function abiMin(raw: string): number {
   const n = Number(raw);
   if (!Number.isInteger(n) || n < 1) throw new Error(`Cannot use --abi-min "${raw}": expected a positive integer`);
   return n;
+}
+
+/** Names of the helper's arguments in its environment: `HATCH_HELPER_ARGC`, then `HATCH_HELPER_ARG_<i>`. */
+const ARGC_NAME = "HATCH_HELPER_ARGC";
+const ARG_PREFIX = "HATCH_HELPER_ARG_";
+
+/**
+ * The helper's arguments as environment entries, one per argument (each entry
+ * is bounded by the kernel like one argument, so no single one grows large).
+ */
+export function argsToEnv(args: string[]): Record<string, string> {
+  const env: Record<string, string> = { [ARGC_NAME]: String(args.length) };
+  args.forEach((arg, i) => (env[`${ARG_PREFIX}${i}`] = arg));
+  return env;
+}
+
+/** The arguments `argsToEnv` put in `env`, or null when it holds none; throws on a broken set. */
+export function argsFromEnv(env: Record<string, string | undefined>): string[] | null {
+  const count = env[ARGC_NAME];
+  if (count === undefined) return null;
+  const n = Number(count);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`Cannot read ${ARGC_NAME}="${count}": expected a count`);
+  return Array.from({ length: n }, (_, i) => {
+    const arg = env[`${ARG_PREFIX}${i}`];
+    if (arg === undefined) throw new Error(`Missing ${ARG_PREFIX}${i}`);
+    return arg;
+  });
 }

@@ -13,7 +13,7 @@
  */
 import { fstatSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeSync } from "node:fs";
 import { isatty } from "node:tty";
-import { type HelperArgs, parseHelperArgs } from "./helper-args.ts";
+import { argsFromEnv, type HelperArgs, parseHelperArgs } from "./helper-args.ts";
 import {
   DEVICE_RIGHTS,
   FILE_RIGHTS,
@@ -112,10 +112,10 @@ function assertNoCapabilities(): void {
   if (held.length > 0) throw new Error(`capabilities remain: ${held.join(", ")}`);
 }
 
-function main(argv: string[]): never {
+function main(readArgs: () => string[]): never {
   let args: HelperArgs;
   try {
-    args = parseHelperArgs(argv);
+    args = parseHelperArgs(readArgs());
   } catch (error) {
     fail("helper_usage", (error as Error).message);
   }
@@ -150,4 +150,5 @@ function main(argv: string[]): never {
   }
 }
 
-main(process.argv.slice(2));
+// Without bwrap the planner passes the arguments in the environment, off the world-readable command line.
+main(() => argsFromEnv(process.env) ?? process.argv.slice(2));

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { defaultLandlockHelper, formatHelperArgs, type HelperArgs, parseHelperArgs } from "../../src/confine/index.ts";
+import { argsFromEnv, argsToEnv, defaultLandlockHelper, formatHelperArgs, type HelperArgs, parseHelperArgs } from "../../src/confine/index.ts";
 
 const sample: HelperArgs = {
   list: ["/dev"],
@@ -21,9 +21,9 @@ const sample: HelperArgs = {
   argv: ["/bin/bash", "-c", "echo -- --ro /"],
 };
 
-async function runHelper(args: string[]) {
+async function runHelper(args: string[], env: Record<string, string> = {}) {
   const { bun, script } = defaultLandlockHelper();
-  const proc = Bun.spawn([bun, "--config=/dev/null", "--no-env-file", script, ...args], { env: {}, cwd: "/", stdio: ["ignore", "pipe", "pipe"] });
+  const proc = Bun.spawn([bun, "--config=/dev/null", "--no-env-file", script, ...args], { env, cwd: "/", stdio: ["ignore", "pipe", "pipe"] });
   const [stdout, stderr, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
   return { code, stdout, error: stderr ? JSON.parse(stderr.trim()).error : null };
 }
@@ -39,6 +39,22 @@ describe("helper arguments", () => {
     expect(() => parseHelperArgs(["--", "true"])).toThrow('Cannot run "true": expected an absolute program path');
     expect(() => parseHelperArgs(["--env", "NOVALUE", "--", "/bin/true"])).toThrow('Cannot use --env "NOVALUE": expected NAME=VALUE');
     expect(() => parseHelperArgs(["--bogus", "--", "/bin/true"])).toThrow('Unknown argument "--bogus"');
+  });
+});
+
+describe("helper arguments in the environment (Landlock alone: off the world-readable command line)", () => {
+  test("they round-trip, and the helper runs the program from them", async () => {
+    const args = formatHelperArgs({ ...sample, env: ["GREETING=from-env"], argv: ["/bin/sh", "-c", "echo $GREETING"] });
+    expect(argsFromEnv(argsToEnv(args))).toEqual(args);
+    expect(argsFromEnv({ PATH: "/bin" })).toBeNull();
+    const result = await runHelper([], argsToEnv(formatHelperArgs({ ...sample, list: [], rw: [], dev: [], deny: [], cwd: "/", env: ["GREETING=from-env"], argv: ["/bin/sh", "-c", "echo $GREETING"] })));
+    expect(result).toMatchObject({ code: 0, stdout: "from-env\n" });
+  });
+
+  test("a broken set is a usage error: 126 with a JSON error, nothing run", async () => {
+    const result = await runHelper([], { HATCH_HELPER_ARGC: "3", HATCH_HELPER_ARG_0: "--" });
+    expect(result.code).toBe(126);
+    expect(result.error).toMatchObject({ code: "helper_usage", message: "Missing HATCH_HELPER_ARG_1" });
   });
 });
 

@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { chmodSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
-import { type ConfineSpec, type ConfinementProbe, defaultLandlockHelper, planConfinedCommand, probeConfinement } from "../../src/confine/index.ts";
+import { argsFromEnv, type ConfineSpec, type ConfinementProbe, defaultLandlockHelper, planConfinedCommand, probeConfinement } from "../../src/confine/index.ts";
 import { Sandbox } from "./sandbox-fixture.ts";
 
 const LINUX: ConfinementProbe = { platform: "linux", landlockAbi: 7, bwrapPath: "/usr/bin/bwrap" };
@@ -82,14 +82,18 @@ describe("the planned command", () => {
     ]);
   });
 
-  test("Landlock mode: the helper is the outer process, read-only roots are passed so it can carve them", async () => {
+  test("Landlock mode: the helper is the outer process, its arguments in its environment (off the world-readable command line), read-only roots passed so it can carve them", async () => {
     await using sb = await layout();
-    const cmd = planConfinedCommand(sb.spec(), LINUX, { helper, preferBwrap: false, newSession: true, hostSecrets: [] });
-    expect(cmd.argv.slice(0, 4)).toEqual([helper.bun, "--config=/dev/null", "--no-env-file", helper.script]);
-    expect(cmd.argv).toContain("--new-session");
-    expect(cmd.argv.slice(cmd.argv.indexOf("--ro"), cmd.argv.indexOf("--ro") + 4)).toEqual(["--ro", "/", "--ro", sb.visible]);
-    expect(cmd.argv).not.toContain("/dev/pts");
-    expect(cmd).toMatchObject({ env: {}, cwd: "/", mode: "landlock" });
+    const spec: ConfineSpec = { ...sb.spec(), env: { GH_TOKEN: "ghp_secret" } };
+    const cmd = planConfinedCommand(spec, LINUX, { helper, preferBwrap: false, newSession: true, hostSecrets: [] });
+    expect(cmd.argv).toEqual([helper.bun, "--config=/dev/null", "--no-env-file", helper.script]);
+    expect(Object.keys(cmd.env).every((name) => name.startsWith("HATCH_HELPER_ARG"))).toBe(true);
+    const args = argsFromEnv(cmd.env)!;
+    expect(args).toContain("--new-session");
+    expect(args.slice(args.indexOf("--ro"), args.indexOf("--ro") + 4)).toEqual(["--ro", "/", "--ro", sb.visible]);
+    expect(args.slice(args.indexOf("--env"), args.indexOf("--env") + 2)).toEqual(["--env", "GH_TOKEN=ghp_secret"]);
+    expect(args).not.toContain("/dev/pts");
+    expect(cmd).toMatchObject({ cwd: "/", mode: "landlock" });
   });
 
   test("non-PTY runs get --new-session in bwrap too", async () => {

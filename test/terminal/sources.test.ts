@@ -247,6 +247,37 @@ describe("create re-checks everything", () => {
   });
 });
 
+describe("what one user's sandbox sees of another's", () => {
+  test("with Landlock alone, a session's environment never shows on the command line other sandboxes can read", async () => {
+    await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
+    const project = await world.project();
+    const alice = await world.signedIn(project, "member");
+    const bob = await world.signedIn(project, "member");
+    localSource(world, project, "docs", { member: "rwx" });
+    const value = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
+    expect((await createSession(alice.client, { sourceSlug: "docs", id: "a" })).status).toBe(201);
+    // A name the sanitiser lets through, with a value only Bob knows; each of his execs starts a helper with it.
+    expect((await createSession(bob.client, { sourceSlug: "docs", id: "b", env: { GH_PAT: value } })).status).toBe(201);
+    // Alice polls every process's command line and environment while Bob's helpers start.
+    const watch = `/usr/bin/python3 -c '
+import os, time
+end = time.time() + 2.5
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit(): continue
+        for name in ("cmdline", "environ"):
+            try: raw = open("/proc/%s/%s" % (pid, name), "rb").read()
+            except OSError: continue
+            if any(entry.startswith(b"GH_PAT=") for entry in raw.split(b"\\0")): print("seen in", name); raise SystemExit
+print("scanned")
+'`;
+    const watching = alice.client.post(`${TERMINAL}/sessions/a/exec`, { command: watch, timeoutSeconds: 10 });
+    await Bun.sleep(200);
+    for (let i = 0; i < 20; i++) expect((await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: "true" })).status).toBe(200);
+    expect((await watching).body.output).toBe("scanned\n");
+  });
+});
+
 describe("reattach re-checks authority", () => {
   test("when the source narrows after creation the session cannot be reopened or exec'd in, but a supervisor still sees and terminates it", async () => {
     await using world = await startWorld();
