@@ -85,7 +85,8 @@ describe("the life of a run", () => {
     expect((await fire(world, workflow.id, token, { text: "slow" })).status).toBe(202);
     await waitFor(() => existsSync(join(dir, "slow-started")), "the slow run to start");
     const deleting = member.client.delete(`/api/workflows/${workflow.id}`);
-    await Bun.sleep(300);
+    // The delete archives the workflow first, then waits for the slow run to stop (over a second): fire in between.
+    await waitFor(async () => (await member.client.get(`/api/workflows/${workflow.id}`)).body.status === "archived", "the delete to archive the workflow");
     const late = await fire(world, workflow.id, token, { text: "late" });
     expect((await deleting).status).toBe(200);
     // Refused as not active once the delete began; had it come first, the delete would have cancelled it.
