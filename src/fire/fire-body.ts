@@ -9,13 +9,14 @@ import { checkFireText } from "../workflows/index.ts";
 export const MAX_FIRE_BODY_BYTES = 64 * 1024;
 
 /**
- * The optional `text` of a fire body, validated: an empty body means no text;
- * otherwise `Content-Type: application/json` with a JSON object whose `text`, if
+ * The optional `text` of a fire body, validated: an empty (zero-length) body
+ * means no text; otherwise `Content-Type: application/json` with a JSON object whose `text`, if
  * present, is a string of at most 4,000 characters (`null` is refused). Every other shape is 400.
  */
 export async function readFireText(request: Request): Promise<string | null> {
   const raw = await readCappedBody(request);
-  if (raw.trim() === "") return null;
+  // Only nothing at all is "no body": whitespace sent as JSON is not a JSON document (JSON.parse refuses it too).
+  if (raw === "") return null;
   const type = request.headers.get("content-type") ?? "";
   if (!/^application\/json\b/i.test(type.trim())) {
     throw badRequest("invalid_content_type", 'Cannot fire: send the body as "Content-Type: application/json"');

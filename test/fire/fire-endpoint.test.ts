@@ -34,6 +34,18 @@ describe("the fire endpoint", () => {
     expect(answers(run)).toEqual(["fired"]);
   });
 
+  test("a body of only whitespace sent as JSON is not an empty body: 400 invalid_json and no run", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo never");
+    const { token } = await issueToken(member.client, workflow.id);
+    for (const body of [" ", "  \n\t\r\n "]) {
+      const response = await fire(world, workflow.id, token, body, { "content-type": "application/json" });
+      expect({ body, status: response.status, code: response.body.error?.code }).toEqual({ body, status: 400, code: "invalid_json" });
+    }
+    expect(countRows(world, "workflow_runs")).toBe(0);
+  });
+
   test("a wrong token, a revoked token, a rotated-out token, no token and an unknown workflow all get the same 401, and nothing is recorded", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
