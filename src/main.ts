@@ -127,8 +127,8 @@ export interface HatchOverrides {
   reaperIntervalMs?: number;
   /** How often an open terminal connection that sends nothing has its access re-checked. */
   accessRecheckMs?: number;
-  /** Workflow worker pool size and retry waits (defaults in src/workflows/workflows-part.ts). */
-  workflows?: { poolSize?: number; retryDelaysMs?: readonly number[] };
+  /** Workflow worker pool size and retry waits (defaults in src/workflows/workflows-part.ts), and the openai runner's fetch. */
+  workflows?: { poolSize?: number; retryDelaysMs?: readonly number[]; fetch?: typeof fetch };
   /** Fires per source address per minute at the fire endpoint (default 60; 0 disables). */
   fireRatePerMinute?: number;
   /** The environment sessions start from (default: this process's). */

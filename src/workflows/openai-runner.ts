@@ -1,4 +1,5 @@
 import { renderInput, type Prompt } from "./prompt.ts";
+import { redactSecret } from "./redact-secret.ts";
 import { RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
 import type { OpenAiRunnerSettings } from "./workflow.ts";
 
@@ -50,7 +51,7 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     const response = await this.#post(request, key);
     if (!response) return { tokensUsed: 0 };
     const body = (await response.json().catch(() => null)) as CompletionBody | null;
-    if (!response.ok) throw refusal(settings.baseUrl, response.status, body);
+    if (!response.ok) throw refusal(settings.baseUrl, response.status, body, key);
     const message = body?.choices?.[0]?.message;
     if (!message || (message.content !== null && typeof message.content !== "string")) {
       throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered without a message`);
@@ -74,7 +75,7 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     } catch (error) {
       if (request.signal.aborted) return null;
       if (signal.aborted) throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} did not answer within ${settings.timeoutSeconds} s`);
-      throw new RunnerUnavailableError(`Cannot reach the model endpoint ${settings.baseUrl}: ${(error as Error).message}`);
+      throw new RunnerUnavailableError(`Cannot reach the model endpoint ${settings.baseUrl}: ${remoteText((error as Error).message, key)}`);
     }
   }
 }
@@ -85,10 +86,21 @@ interface CompletionBody {
   error?: { message?: string } | string;
 }
 
-function refusal(baseUrl: string, status: number, body: CompletionBody | null): Error {
+function refusal(baseUrl: string, status: number, body: CompletionBody | null, key: string): Error {
   const raw = typeof body?.error === "string" ? body.error : body?.error?.message;
-  const detail = raw ? `: ${String(raw).slice(0, MAX_REMOTE_MESSAGE)}` : "";
+  const detail = raw ? `: ${remoteText(String(raw), key)}` : "";
   const busy = status === 429 || status >= 500;
   const message = `The model endpoint ${baseUrl} answered ${status}${detail}`;
   return busy ? new RunnerUnavailableError(message) : new RunnerFailedError(message);
+}
+
+/**
+ * Text from the endpoint (or from the fetch that failed to reach it), fit for
+ * the run row and the audit log: cut to MAX_REMOTE_MESSAGE, then with the API
+ * key and any piece of it redacted. Some servers and proxies quote the key they
+ * were sent in their errors, and the row is readable by every manager of the workflow.
+ */
+function remoteText(text: string, key: string): string {
+  // Cut first: a key straddling the cut leaves a prefix, and prefixes are redacted too.
+  return redactSecret(text.slice(0, MAX_REMOTE_MESSAGE), key);
 }

@@ -14,7 +14,8 @@
 export interface FakeReply {
   content?: string;
   status?: number;
-  errorMessage?: string;
+  /** The error's message; a function is given the key the request carried, to echo it as some servers and proxies do. */
+  errorMessage?: string | ((sentKey: string) => string);
   totalTokens?: number;
 }
 
@@ -53,7 +54,9 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
       }
       const next = script.shift() ?? { content: `fake answer ${requests.length}` };
       if (next.status && next.status !== 200) {
-        return Response.json({ error: { message: next.errorMessage ?? "The server had an error", type: "server_error", code: null } }, { status: next.status });
+        const sentKey = (request.headers.get("authorization") ?? "").replace(/^Bearer /, "");
+        const message = typeof next.errorMessage === "function" ? next.errorMessage(sentKey) : (next.errorMessage ?? "The server had an error");
+        return Response.json({ error: { message, type: "server_error", code: null } }, { status: next.status });
       }
       const total = next.totalTokens ?? DEFAULT_TOTAL_TOKENS;
       return Response.json({

@@ -22,10 +22,16 @@ async function projectWithApiKey(world: World) {
 
 /** A project whose owner stored the API key as a project secret and created an openai workflow with a fire token. */
 async function openAiSetup(world: World, baseUrl: string, extra: Record<string, unknown> = {}) {
-  const { owner } = await projectWithApiKey(world);
+  const { project, owner } = await projectWithApiKey(world);
   const workflow = await createWorkflow(owner.client, openAiWorkflow(baseUrl, extra));
   const { token, triggerId } = await issueToken(owner.client, workflow.id);
-  return { owner, workflow, token, triggerId };
+  return { project, owner, workflow, token, triggerId };
+}
+
+/** Every 8-character piece of the API key that `text` holds (none, once redacted). */
+function piecesOfKeyIn(text: string): string[] {
+  const pieces = Array.from({ length: API_KEY.length - 7 }, (_, i) => API_KEY.slice(i, i + 8));
+  return pieces.filter((piece) => text.includes(piece));
 }
 
 describe("the openai runner", () => {
@@ -99,6 +105,45 @@ describe("the openai runner", () => {
     const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
     expect(run).toMatchObject({ status: "failed", error: `The model endpoint ${openai.baseUrl} answered 401: Incorrect API key provided.`, attempts: 1 });
     expect(JSON.stringify(run)).not.toContain(API_KEY);
+  });
+
+  test("an endpoint that quotes the API key in its error, whole, cut short or masked, gets it redacted on the run row and in the audit log", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { project, owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    const quotes: [(key: string) => string, string][] = [
+      [(key) => `Invalid model for API Key = ${key}`, "Invalid model for API Key = [redacted]"],
+      [(key) => `Received API Key = ${key.slice(0, 12)}..., Key Hash = 5f2c`, "Received API Key = [redacted]..., Key Hash = 5f2c"],
+      // The key straddles the 500 characters kept: the cut leaves its first 10.
+      [(key) => "x".repeat(490) + key, "x".repeat(490) + "[redacted]"],
+      [(key) => `Key sk-...${key.slice(-8)} may not use this model`, "Key sk-...[redacted] may not use this model"],
+    ];
+    const errors: (string | null)[] = [];
+    for (const [quote] of quotes) {
+      openai.reply({ status: 400, errorMessage: quote });
+      const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+      expect(run.status).toBe("failed");
+      errors.push(run.error);
+    }
+    expect(errors).toEqual(quotes.map(([, stored]) => `The model endpoint ${openai.baseUrl} answered 400: ${stored}`));
+    const runs = (await owner.client.get(`/api/workflows/${workflow.id}/runs`)).body;
+    const audit = world.platform.audit.query({ projectId: project.id, action: "workflow.run.failed" });
+    expect(audit).toHaveLength(quotes.length);
+    expect(piecesOfKeyIn(JSON.stringify(runs) + JSON.stringify(audit))).toEqual([]);
+  });
+
+  test("a fetch error that quotes the request's headers gets the API key redacted on the run row", async () => {
+    const quotesHeaders = (async (_url: string, init?: RequestInit) => {
+      throw new TypeError(`proxy refused the request with headers ${JSON.stringify(init?.headers)}`);
+    }) as unknown as typeof fetch;
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [], fetch: quotesHeaders } });
+    const { owner, workflow, token } = await openAiSetup(world, "http://127.0.0.1:9/v1");
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({
+      status: "failed",
+      error: 'Cannot reach the model endpoint http://127.0.0.1:9/v1: proxy refused the request with headers {"authorization":"Bearer [redacted]","content-type":"application/json"}',
+    });
+    expect(piecesOfKeyIn(JSON.stringify(run))).toEqual([]);
   });
 
   test("a missing API key secret fails the run before anything is sent", async () => {
