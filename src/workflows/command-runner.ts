@@ -15,7 +15,11 @@ export const RUN_SCRATCH_PREFIX = "run-";
 export const MAX_COMMAND_OUTPUT_BYTES = 1024 * 1024;
 /** Stderr kept for the error on the run row: the end of it says what went wrong. */
 const STDERR_TAIL_BYTES = 2048;
-/** After killing the group, how long pipes may take to close before we stop reading (a grandchild that left the group can hold them). */
+/**
+ * After the command exits or its group is killed, how long its pipes may take to
+ * close before we stop reading: a background child it left (or a grandchild that
+ * left the group) can hold them open, and output already written drains in far less.
+ */
 const PIPE_DRAIN_MS = 1000;
 
 /** Collaborators of the command runner. */
@@ -63,21 +67,41 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
   }
 }
 
-/** Read a child to its end under the timeout, the output cap and the cancel signal. */
+/**
+ * Read a child to its end under the timeout, the output cap and the cancel
+ * signal. The run ends when the child exits, not when its pipes close: a
+ * background process it left (`cmd &`, `nohup`) can hold them open for as long
+ * as it lives, so after the exit the pipes get PIPE_DRAIN_MS, then what was read
+ * is the output and whatever is left is killed.
+ */
 async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRunnerSettings>): Promise<{ problem?: string; answer?: string }> {
   const seconds = request.settings.timeoutSeconds;
   let problem: string | undefined;
+  const stopReading = new AbortController();
+  let drain: ReturnType<typeof setTimeout> | undefined;
+  const drainThenStop = () => {
+    drain ??= setTimeout(() => {
+      // Kill first, so nothing writes into a pipe nobody reads any more.
+      child.kill("SIGKILL");
+      stopReading.abort();
+    }, PIPE_DRAIN_MS);
+  };
   const stop = (why?: string) => {
     problem ??= why;
     child.kill("SIGKILL");
-    setTimeout(() => stopReading.abort(), PIPE_DRAIN_MS).unref();
+    drainThenStop();
   };
-  const stopReading = new AbortController();
   const timer = setTimeout(() => stop(`The command timed out after ${seconds} s`), seconds * 1000);
   const onAbort = () => stop();
   request.signal.addEventListener("abort", onAbort, { once: true });
   // A cancel that landed before the listener was added would otherwise leave the child to its timeout.
   if (request.signal.aborted) onAbort();
+  const exited = child.exited.then((code) => {
+    // The command finished in time; only the drain is left, and it is bounded.
+    clearTimeout(timer);
+    drainThenStop();
+    return code;
+  });
   const output = new CommandOutput(request.emit);
   try {
     const [, stderr, code] = await Promise.all([
@@ -86,7 +110,7 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
         if (output.bytes > MAX_COMMAND_OUTPUT_BYTES) stop(`The command wrote more than ${MAX_COMMAND_OUTPUT_BYTES} bytes to stdout`);
       }),
       readTail(child.stderr, stopReading.signal),
-      child.exited,
+      exited,
     ]);
     output.end();
     if (problem || request.signal.aborted) return { problem };
@@ -94,6 +118,7 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
     return { answer: output.plainText() };
   } finally {
     clearTimeout(timer);
+    clearTimeout(drain);
     request.signal.removeEventListener("abort", onAbort);
     // Whatever the command left running in the background ends with the run: the pool bounds runs, not leftovers.
     // That includes what left the process group (setsid): everything the run started carries its HATCH_RUN_ID.

@@ -105,6 +105,24 @@ describe("the command runner", () => {
     }
   });
 
+  test("a command that exits leaving a background child on its stdout succeeds with its answer, and the child ends with the run", async () => {
+    for (const env of [{}, { HATCH_CONFINEMENT: "landlock" }] as Record<string, string>[]) {
+      await using world = await startWorld(env);
+      // Bare, so the answer is a host pid to watch (under bwrap a run has its own PID namespace).
+      const member = await memberWithBareRuns(world, await world.project());
+      // Neither child redirects stdout, so each holds the run's pipe open for 300 s after the shell exits 0.
+      for (const command of ["sleep 300 & echo $!", "nohup sleep 300 2> /dev/null & echo $!"]) {
+        const workflow = await commandWorkflow(member, command, { mode: "fresh", runner: { kind: "command", command, timeoutSeconds: 5 } });
+        const { token } = await issueToken(member.client, workflow.id);
+        const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+        expect({ command, status: run.status, error: run.error }).toEqual({ command, status: "succeeded", error: null });
+        const child = Number(answers(run)[0]);
+        expect(child).toBeGreaterThan(0);
+        await waitFor(() => !isAlive(child), `the child of "${command}" to die`);
+      }
+    }
+  }, 60_000);
+
   test("a runaway writer is stopped at the output cap", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
