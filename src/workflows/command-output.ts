@@ -4,11 +4,12 @@ const EVENT_TYPES: ReadonlySet<string> = new Set(RUN_EVENT_TYPES);
 
 /**
  * Reads a runner command's stdout as it arrives. A line holding a JSON object
- * with a known `type` (and a string `text`) is an event, emitted at once; every
- * other line is plain text, which together makes the turn's one answer.
+ * with a known `type` (and a string `text`) is an event; the events of a chunk
+ * are emitted at once, together; every other line is plain text, which
+ * together makes the turn's one answer.
  *
  * @example
- * const output = new CommandOutput((e) => events.push(e));
+ * const output = new CommandOutput((batch) => events.push(...batch));
  * output.push(bytes); output.end(); output.plainText(); // "hello"
  */
 export class CommandOutput {
@@ -17,7 +18,7 @@ export class CommandOutput {
   #plain: string[] = [];
   #bytes = 0;
 
-  constructor(private readonly emit: (event: RunEvent) => void) {}
+  constructor(private readonly emit: (events: RunEvent[]) => void) {}
 
   /** Bytes read so far (the runner caps them). */
   get bytes(): number {
@@ -29,14 +30,14 @@ export class CommandOutput {
     this.#bytes += chunk.byteLength;
     const lines = (this.#partial + this.#decoder.decode(chunk, { stream: true })).split("\n");
     this.#partial = lines.pop()!;
-    for (const line of lines) this.#line(line);
+    this.#emit(lines);
   }
 
   /** Stdout closed: the last unterminated line counts too. */
   end(): void {
     const rest = this.#partial + this.#decoder.decode();
     this.#partial = "";
-    if (rest) this.#line(rest);
+    if (rest) this.#emit([rest]);
   }
 
   /** The plain (non-event) lines, trimmed: the answer when non-empty. */
@@ -44,10 +45,15 @@ export class CommandOutput {
     return this.#plain.join("\n").trim();
   }
 
-  #line(line: string): void {
-    const event = parseEventLine(line);
-    if (event) this.emit(event);
-    else this.#plain.push(line.replace(/\r$/, ""));
+  /** One emit per chunk: its events are stored in one transaction, not one each. */
+  #emit(lines: string[]): void {
+    const events: RunEvent[] = [];
+    for (const line of lines) {
+      const event = parseEventLine(line);
+      if (event) events.push(event);
+      else this.#plain.push(line.replace(/\r$/, ""));
+    }
+    if (events.length > 0) this.emit(events);
   }
 }
 

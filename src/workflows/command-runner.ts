@@ -59,7 +59,7 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
       const outcome = await supervise(child, request);
       if (request.signal.aborted) return { tokensUsed: 0 };
       if (outcome.problem) throw new RunnerFailedError(outcome.problem);
-      if (outcome.answer) request.emit({ type: "answer", text: outcome.answer });
+      if (outcome.answer) request.emit([{ type: "answer", text: outcome.answer }]);
       return { tokensUsed: 0 };
     } finally {
       await rm(scratch, { recursive: true, force: true });

@@ -12,6 +12,7 @@ export { managesAll, requireManageable, requireWorkflowAccess, resolveRunAs, RUN
 export { CommandRunner, MAX_COMMAND_OUTPUT_BYTES, type CommandRunnerOptions } from "./command-runner.ts";
 export { chatMessages, OpenAiRunner, type ChatMessage, type OpenAiRunnerOptions } from "./openai-runner.ts";
 export { buildPrompt, renderAnswers, renderDocument, renderInput, UNTRUSTED_NOTE, type Prompt, type ThreadTurn, type TurnInput } from "./prompt.ts";
+export { MAX_RUN_EVENTS, TOO_MANY_EVENTS_ERROR } from "./run-execution.ts";
 export { RunBus, type RunFilter, type RunListener, type RunOutcome, type RunRef, type RunUpdate } from "./run-bus.ts";
 export { runRoutes, MAX_RUNS_PAGE } from "./run-routes.ts";
 export { sourceLine, type RunSource } from "./run-source.ts";

@@ -57,7 +57,7 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
       throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered without a message`);
     }
     const text = (message.content ?? "").trim();
-    if (text) request.emit({ type: "answer", text });
+    if (text) request.emit([{ type: "answer", text }]);
     return { tokensUsed: Math.max(0, Number(body?.usage?.total_tokens) || 0) };
   }
 

@@ -35,6 +35,15 @@ export interface RunExecutionDeps {
 /** The message on a run the server stopped under. */
 export const STOPPED_ERROR = "The server stopped while this run was working";
 
+/**
+ * Events one run may stream. A turn's notes, answers and hand-offs are a few
+ * dozen; thousands mean a loop, and each is a row, a bus update and a delivery.
+ */
+export const MAX_RUN_EVENTS = 1000;
+
+/** The error on a run stopped at MAX_RUN_EVENTS. */
+export const TOO_MANY_EVENTS_ERROR = `The run streamed more than ${MAX_RUN_EVENTS} events: it was stopped, and the first ${MAX_RUN_EVENTS} are kept`;
+
 /** The reference bus updates carry. */
 export function runRef(run: Run): RunRef {
   return { id: run.id, workflowId: run.workflowId, projectId: run.projectId, number: run.number, trigger: run.trigger };
@@ -71,20 +80,41 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
   }
 }
 
-/** Give the runner its prompt (with the thread's earlier turns in one-thread mode) and stream its events into the row and the bus. */
+/**
+ * Give the runner its prompt (with the thread's earlier turns in one-thread
+ * mode) and stream its events into the row and the bus, up to MAX_RUN_EVENTS:
+ * past them the runner is stopped (through its signal, as a cancel stops it)
+ * and the turn reports TOO_MANY_EVENTS_ERROR.
+ */
 async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, signal: AbortSignal): Promise<{ tokensUsed: number; errorEvent: string | null }> {
   let errorEvent: string | null = null;
-  const emit = (event: RunEvent) => {
-    // After a cancel the row may be gone (workflow deleted); late output is dropped.
-    if (signal.aborted) return;
-    if (event.type === "error") errorEvent ??= event.text || "The runner reported an error";
-    deps.bus.publish({ type: "event", run: runRef(run), event: deps.runs.appendEvent(run.id, event) });
+  const log = deps.runs.eventLog(run.id);
+  const overflow = new AbortController();
+  const emit = (events: readonly RunEvent[]) => {
+    // After a cancel the row may be gone (workflow deleted); late output is dropped, as is output past the cap.
+    if (signal.aborted || overflow.signal.aborted) return;
+    const room = MAX_RUN_EVENTS - log.count;
+    const kept = events.length > room ? events.slice(0, room) : events;
+    for (const event of kept) if (event.type === "error") errorEvent ??= event.text || "The runner reported an error";
+    // Published only once committed, each in order: a subscriber (delivery) never sees an event the row lacks.
+    for (const event of log.append(kept)) deps.bus.publish({ type: "event", run: runRef(run), event });
+    if (events.length > room) {
+      errorEvent ??= TOO_MANY_EVENTS_ERROR;
+      overflow.abort();
+    }
   };
   const history = run.mode === "one-thread" ? deps.runs.thread(workflow.id, run.number, deps.maxThreadTurns) : [];
   const prompt = buildPrompt(workflow.instruction, history, { text: run.input.text ?? "", source: run.input.source });
   const runner = deps.runners[workflow.runner.kind] as Runner<RunnerSettings>;
-  const { tokensUsed } = await runner.run({ runId: run.id, workflow, settings: workflow.runner, prompt, signal, emit });
-  return { tokensUsed, errorEvent };
+  const runnerSignal = AbortSignal.any([signal, overflow.signal]);
+  try {
+    const { tokensUsed } = await runner.run({ runId: run.id, workflow, settings: workflow.runner, prompt, signal: runnerSignal, emit });
+    return { tokensUsed, errorEvent };
+  } catch (error) {
+    // Stopped at the cap: whatever the runner made of being stopped, the cap is why the turn failed.
+    if (overflow.signal.aborted && !signal.aborted) return { tokensUsed: 0, errorEvent };
+    throw error;
+  }
 }
 
 /**

@@ -25,8 +25,12 @@ export interface RunnerRequest<S extends RunnerSettings = RunnerSettings> {
   prompt: Prompt;
   /** Aborted when the run is cancelled or the server stops: stop working and return. */
   signal: AbortSignal;
-  /** Stream an event; it is stored and delivered at once. */
-  emit(event: RunEvent): void;
+  /**
+   * Stream events, in order; they are stored and delivered at once, the events
+   * of one call in one transaction (so pass what arrived together together).
+   * Past MAX_RUN_EVENTS the rest are dropped, `signal` is aborted and the run fails.
+   */
+  emit(events: readonly RunEvent[]): void;
 }
 
 /** What a finished turn reports besides its events. */

@@ -1,9 +1,9 @@
-import { and, asc, desc, eq, getTableColumns, inArray, lt, max, sql, type SQL } from "drizzle-orm";
+import { and, asc, desc, eq, getTableColumns, inArray, lt, sql, type SQL } from "drizzle-orm";
 import { GroupCommit, workflowRunEvents, workflowRuns, type Db, type GroupCommitStats } from "../db/index.ts";
 import { HatchError, notFound } from "../platform/index.ts";
 import type { ThreadTurn } from "./prompt.ts";
+import { RunEventLog, type StoredRunEvent } from "./run-event-log.ts";
 import { uuidv7 } from "./run-id.ts";
-import type { RunEvent } from "./runner.ts";
 import type { RunSource } from "./run-source.ts";
 import type { Workflow, WorkflowMode } from "./workflow.ts";
 
@@ -18,11 +18,8 @@ export type CancelPhase = "before-start" | "while-working" | "workflow-not-activ
 /** What fired a run. */
 export type TriggerKindOfRun = "webhook" | "message" | "schedule" | "manual";
 
-/** An event as stored: numbered from 1 within its run. */
-export interface StoredRunEvent extends RunEvent {
-  seq: number;
-  at: number;
-}
+/** Runs carry their events as stored (see run-event-log.ts). */
+export type { StoredRunEvent };
 
 /** A run as every API shows it. */
 export interface Run {
@@ -189,12 +186,9 @@ export class Runs {
     return this.db.select().from(workflowRuns).where(inArray(workflowRuns.status, UNFINISHED)).orderBy(asc(workflowRuns.queuedAt), asc(workflowRuns.number)).all().map((r) => toRun(r, []));
   }
 
-  /** Append an event; numbered after the run's last. */
-  appendEvent(runId: string, event: RunEvent): StoredRunEvent {
-    const last = this.db.select({ n: max(workflowRunEvents.seq) }).from(workflowRunEvents).where(eq(workflowRunEvents.runId, runId)).get();
-    const stored = { type: event.type, text: event.text, seq: (last?.n ?? 0) + 1, at: this.now() };
-    this.db.insert(workflowRunEvents).values({ runId, ...stored }).run();
-    return stored;
+  /** Where a working run's events are written: numbered after the run's last, a batch per transaction. */
+  eventLog(runId: string): RunEventLog {
+    return new RunEventLog(this.db, runId, this.now);
   }
 
   /** Move a queued or waiting run to running; false when it is no longer waiting (cancelled meanwhile). */

@@ -132,6 +132,33 @@ describe("the command runner", () => {
     expect(run).toMatchObject({ status: "failed", error: "The command wrote more than 1048576 bytes to stdout" });
   });
 
+  test("a command flooding events is stopped at the cap: the run fails with the cap error, keeps the first 1,000 in order, and the server answers meanwhile", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    // 1 MB of tiny event lines: some 36,000 events, under the stdout cap.
+    const workflow = await commandWorkflow(member, `yes '{"type":"note","text":"x"}' | head -c 1000000`);
+    const { token } = await issueToken(member.client, workflow.id);
+    const seqs: number[] = [];
+    const order: string[] = [];
+    let answered: Promise<void> | undefined;
+    world.hatch.workflows.bus.subscribe({ workflowId: workflow.id }, (update) => {
+      if (update.type === "finished") order.push("run finished");
+      if (update.type !== "event") return;
+      seqs.push(update.event.seq);
+      // A request made once the flood has begun must not wait for the run to end.
+      answered ??= member.client.get(`/api/workflows/${workflow.id}`).then((response) => void order.push(`request answered ${response.status}`));
+    });
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    await answered;
+    const firstThousand = Array.from({ length: 1000 }, (_, i) => i + 1);
+    const error = "The run streamed more than 1000 events: it was stopped, and the first 1000 are kept";
+    expect({ status: run.status, error: run.error, stored: run.events.map((e) => e.seq) }).toEqual({ status: "failed", error, stored: firstThousand });
+    expect(seqs).toEqual(firstThousand);
+    expect(order).toEqual(["request answered 200", "run finished"]);
+    const audit = world.platform.audit.query({ projectId: workflow.projectId, action: "workflow.run.failed" });
+    expect(audit.map((e) => e.detail)).toEqual([{ workflowId: workflow.id, error }]);
+  });
+
   test("the command runs in a private scratch dir that is removed after, with its run's ids in the environment", async () => {
     await using world = await startWorld();
     const member = await memberWithBareRuns(world, await world.project());
