@@ -96,7 +96,8 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
     .get(
       "/sessions/:id/read",
       async ({ caller, params, query }) => {
-        const session = terminal.session(caller, params.id, query);
+        // Reading the screen is viewing it: refused to the owner of a narrowed session, as a WebSocket connect is.
+        const { session } = await terminal.viewable(caller, params.id, query);
         const lines = await session.mirror.readLines(query.lines ?? 200);
         return { lines, fullScreen: session.mirror.fullScreen };
       },

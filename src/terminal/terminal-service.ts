@@ -137,6 +137,20 @@ export class TerminalService {
   }
 
   /**
+   * A session the caller may look at (the read route, a WebSocket view), with
+   * whether they supervise it and whether its source narrowed. The owner cannot
+   * look at a narrowed session any more; a supervisor still may, to see what it
+   * shows before terminating it, but only to watch.
+   */
+  async viewable(caller: ProjectCaller, sessionId: string, address: SessionAddress): Promise<{ session: PtySession; supervising: boolean; narrowed: boolean }> {
+    const { namespace, supervising } = this.namespace(caller, address, sessionId);
+    const session = this.options.sessions.get({ ...namespace, id: sessionId });
+    const narrowed = await this.narrowed(caller, session);
+    if (narrowed && !supervising) throw forbidden("source_narrowed", "This session's source no longer allows you to open it");
+    return { session, supervising, narrowed };
+  }
+
+  /**
    * Resize the PTY from the HTTP route. The rules of a view that may type: core.execute,
    * and a session whose source has not narrowed (its views are read-only then, resize included).
    */

@@ -39,15 +39,13 @@ export async function decideViewAccess(platform: Platform, terminal: TerminalSer
     return { allowed: false, code: CLOSE.unauthorized, reason: "Unauthorized" };
   }
   try {
-    const { namespace, supervising } = terminal.namespace(caller, upgrade, upgrade.sessionId);
-    const session = terminal.sessions.get({ ...namespace, id: upgrade.sessionId });
-    const narrowed = await terminal.narrowed(caller, session);
-    // The owner cannot open a narrowed session. A supervisor still may, to see what it shows before terminating it, but only to watch.
-    if (narrowed && !supervising) return { allowed: false, code: CLOSE.forbidden, reason: "This session's source no longer allows you to open it" };
+    // The same rule as the HTTP read route: a narrowed session is refused to its owner, and a supervisor only watches it.
+    const { session, supervising, narrowed } = await terminal.viewable(caller, upgrade.sessionId, upgrade);
     const canWrite = can(caller, FEATURES.coreExecute) && !narrowed && (!supervising || terminal.supervisorMayDrive(caller, session));
     return { allowed: true, caller, session, canWrite };
   } catch (error) {
-    if (error instanceof HatchError) return { allowed: false, code: closeCodeFor(error), reason: "" };
+    // Only the narrowing refusal explains itself; the others must not tell a missing session from a hidden one.
+    if (error instanceof HatchError) return { allowed: false, code: closeCodeFor(error), reason: error.code === "source_narrowed" ? error.message : "" };
     throw error;
   }
 }

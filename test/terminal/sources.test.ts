@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import type { Project } from "../../src/platform/index.ts";
+import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
 describe("GET /terminal/sources", () => {
@@ -302,6 +303,29 @@ describe("reattach re-checks authority", () => {
     expect(all.map((s: any) => [s.cols, s.rows])).toEqual([[80, 24]]);
     expect(all.map((s: any) => s.id)).toEqual(["d"]);
     expect((await admin.client.delete(`${TERMINAL}/sessions/d?userId=${member.user.id}`)).status).toBe(200);
+  });
+
+  test("once the source narrowed for its owner, the owner cannot read the session's screen over HTTP either, while a supervisor still can", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    localSource(world, project, "docs", { member: "rwx" });
+    expect((await createSession(member.client, { sourceSlug: "docs", id: "d" })).status).toBe(201);
+    const first = await attached(world, member, "d");
+    await runAndSee(first, "echo visible-$((6*7))", "visible-42");
+    first.close();
+    await first.closed;
+    const supervised = () => admin.client.get(`${TERMINAL}/sessions/d/read?userId=${member.user.id}`);
+    await waitFor(async () => (await supervised()).body.lines?.includes("visible-42"), "the printed line in the scrollback");
+    world.hatch.terminal.sources.setEnabled(project.id, "docs", false);
+    expect(await (await openTerminal(world, member, "d")).closed).toBe(4403);
+    const read = await member.client.get(`${TERMINAL}/sessions/d/read`);
+    expect({ status: read.status, code: read.body.error?.code }).toEqual({ status: 403, code: "source_narrowed" });
+    expect(JSON.stringify(read.body)).not.toContain("visible-42");
+    // A supervisor may still look at it (as its WebSocket view may), to see what it shows before terminating it.
+    const watched = await supervised();
+    expect({ status: watched.status, sees: watched.body.lines?.includes("visible-42") }).toEqual({ status: 200, sees: true });
   });
 
   test("once write is taken away an exec is refused rather than run with the write access the session was created with", async () => {
