@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { conflict, notFound, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { conflict, notFound, requireJsonBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { manageableWorkflow, type WorkflowsPart } from "../workflows/index.ts";
 import type { WebhookTokens } from "./webhook-tokens.ts";
 
@@ -20,6 +20,7 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
 
   return new Elysia({ name: "workflow-trigger-routes", prefix: "/api/workflows" })
     .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
+    .onTransform(requireJsonBody)
     .post(
       "/:id/triggers",
       async ({ params, sessionToken, set }) => {

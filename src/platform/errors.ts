@@ -29,6 +29,8 @@ export const forbidden = (code: string, message: string) => new HatchError(code,
 export const notFound = (code: string, message: string) => new HatchError(code, 404, message);
 /** 409: conflicts with the current state. */
 export const conflict = (code: string, message: string) => new HatchError(code, 409, message);
+/** 415: the body is not of a type the route reads. */
+export const unsupportedMediaType = (message: string) => new HatchError("unsupported_media_type", 415, message);
 /** 429: a limit was reached. */
 export const tooMany = (code: string, message: string) => new HatchError(code, 429, message);
 

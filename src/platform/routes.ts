@@ -3,6 +3,7 @@ import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 import { isAdminRole, requireProjectAdmin } from "./caller.ts";
 import { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { unauthorized, forbidden, notFound, tooMany } from "./errors.ts";
+import { requireJsonBody } from "./json-body.ts";
 import { LoginThrottle } from "./login-throttle.ts";
 import type { Platform } from "./platform.ts";
 
@@ -30,6 +31,9 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
 
   return new Elysia({ name: "platform-routes" })
     .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
+    // JSON bodies only, whatever the body says: a cross-site HTML form can send a form-encoded or a text/plain body
+    // (the latter can hold JSON), which on login would sign the visitor in as someone else (login CSRF).
+    .onTransform(requireJsonBody)
     .post(
       "/api/auth/login",
       async ({ body, cookie, sessionToken, request, server, set }) => {
@@ -51,8 +55,6 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
         return { user, project: first?.project ?? null, role: first?.role ?? null };
       },
       {
-        // JSON only: a cross-site HTML form can send a form-encoded body, which would sign the visitor in as someone else (login CSRF).
-        parse: "json",
         body: t.Object({ email: t.String({ maxLength: 320 }), password: t.String({ maxLength: 1024 }) }),
       },
     )

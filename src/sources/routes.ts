@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { SOURCE_KINDS, type SourceStore } from "./source-store.ts";
 
 /** Collaborators of the source routes. */
@@ -21,6 +21,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       requireProjectAdmin(caller);
       return { caller };
     })
+    .onTransform(requireJsonBody)
     .get("/", ({ caller }) => ({ sources: store.list(caller.project.id) }))
     .post(
       "/",

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { AGENT_PACKAGE, FEATURES, requireFeature, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { AGENT_PACKAGE, FEATURES, requireFeature, requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from "../pty/index.ts";
 import type { SourceEntry } from "./source-destinations.ts";
 import type { TerminalService } from "./terminal-service.ts";
@@ -32,6 +32,7 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
       requireFeature(caller, FEATURES.terminalRead);
       return { caller };
     })
+    .onTransform(requireJsonBody)
     .get("/health", ({ caller }) => ({
       status: "ok",
       sessions: terminal.sessions.count(caller.project.id),

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { badRequest, conflict, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { badRequest, conflict, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { managesAll, requireCreateAccess, requireManageable, requireSecretAccess, requireWorkflowAccess } from "./access.ts";
 import { pendingTemplateUpgrade, TEMPLATES } from "./templates.ts";
 import type { Workflow } from "./workflow.ts";
@@ -46,6 +46,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
 
   return new Elysia({ name: "workflow-routes", prefix: "/api/workflows" })
     .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
+    .onTransform(requireJsonBody)
     .get("/", async ({ sessionToken }) => {
       const caller = await platform.callers.resolveInProject(sessionToken);
       requireWorkflowAccess(caller);

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { manageableWorkflow } from "./routes.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
 
@@ -17,6 +17,7 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
 
   return new Elysia({ name: "workflow-run-routes", prefix: "/api/workflows" })
     .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
+    .onTransform(requireJsonBody)
     .post(
       "/:id/runs",
       async ({ params, body, sessionToken, set }) => {

@@ -54,13 +54,26 @@ describe("login, logout, me and the active project", () => {
     const form = `email=${encodeURIComponent(user.email)}&password=${encodeURIComponent(TEST_PASSWORD)}`;
     // A browser names the page it came from, and another origin's page is refused before the body is read;
     // without that header (an old browser, a page the check let through) the body's type alone refuses it.
-    for (const [origin, status] of [["https://evil.example", 403], [null, 400]] as const) {
+    for (const [origin, status] of [["https://evil.example", 403], [null, 415]] as const) {
       const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", ...(origin ? { origin } : {}) };
       const answer = await fetch(`${world.hatch.url}/api/auth/login`, { method: "POST", headers, body: form });
       expect(answer.status).toBe(status);
       expect(answer.headers.getSetCookie()).toEqual([]);
     }
     expect((await world.anonymous().post("/api/auth/login", { email: user.email, password: TEST_PASSWORD })).status).toBe(200);
+  });
+
+  test("login takes JSON only: a text/plain body holding JSON (what a form with enctype=text/plain sends) gets 415 and signs nobody in", async () => {
+    await using world = await startWorld();
+    const user = await world.user();
+    // <form enctype="text/plain"><input name='{"email":"…","password":"…","x":"' value='"}'> sends exactly this shape.
+    const body = `{"email":"${user.email}","password":"${TEST_PASSWORD}","x":"="}`;
+    const answer = await fetch(`${world.hatch.url}/api/auth/login`, { method: "POST", headers: { "content-type": "text/plain" }, body });
+    expect(answer.headers.getSetCookie()).toEqual([]);
+    expect({ status: answer.status, code: ((await answer.json()) as any).error.code }).toEqual({ status: 415, code: "unsupported_media_type" });
+    // The JSON type with a parameter is JSON.
+    const json = await fetch(`${world.hatch.url}/api/auth/login`, { method: "POST", headers: { "content-type": "application/json; charset=utf-8" }, body });
+    expect(json.status).toBe(200);
   });
 
   test("a wrong password and an unknown email get the same 401", async () => {

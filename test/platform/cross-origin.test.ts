@@ -31,6 +31,26 @@ describe("requests from other origins' pages", () => {
     expect((await owner.client.request("GET", `${TERMINAL}/sessions`, undefined, { origin: NEIGHBOUR, "sec-fetch-site": "same-site" })).status).toBe(200);
   });
 
+  test("a form's body type is refused with 415 by every route that reads JSON, even from a browser that names no origin", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const marker = join(mkdtempSync(join(tmpdir(), "hatch-csrf-")), "ran");
+    const forms: [string, string][] = [
+      ["application/x-www-form-urlencoded", `command=touch+${encodeURIComponent(marker)}`],
+      ["text/plain", JSON.stringify({ command: `touch ${marker}` })],
+      ["multipart/form-data; boundary=X", `--X\r\nContent-Disposition: form-data; name="command"\r\n\r\ntouch ${marker}\r\n--X--\r\n`],
+    ];
+    for (const [type, body] of forms) {
+      for (const path of [`${TERMINAL}/sessions/s/exec`, "/api/workflows", "/api/sources", "/api/agents"]) {
+        const answer = await owner.client.request("POST", path, body, { "content-type": type });
+        expect({ path, type, status: answer.status, code: answer.body.error?.code }).toEqual({ path, type, status: 415, code: "unsupported_media_type" });
+      }
+    }
+    expect(existsSync(marker)).toBe(false);
+    expect((await world.anonymous().post("/api/auth/login", `{"email":"${owner.user.email}"}`, { "content-type": "text/plain" })).status).toBe(415);
+  });
+
   test("the web host's own pages, pages from HATCH_ALLOWED_ORIGINS and clients that are not browsers are served", async () => {
     await using world = await startWorld({ HATCH_ALLOWED_ORIGINS: "https://hatch.example.com" });
     const owner = await world.signedIn(await world.project(), "owner");

@@ -1,0 +1,29 @@
+import { unsupportedMediaType } from "./errors.ts";
+
+/**
+ * A route hook refusing a body that is not `Content-Type: application/json`
+ * (parameters such as `charset` allowed) with 415 `unsupported_media_type`.
+ * An HTML form can send only form-encoded, multipart or text/plain bodies, and
+ * a text/plain body can carry JSON (`enctype="text/plain"` writes
+ * `name=value` as-is), so a route that reads JSON whatever the label could be
+ * driven by another site's form: that is how login CSRF signs a visitor in as
+ * someone else. A request without a body passes; its route's schema decides.
+ * It reads only the headers, so a group can use it without every route parsing its body.
+ *
+ * @example
+ * new Elysia().onTransform(requireJsonBody).post("/api/x", ({ body }) => body, { body: t.Object({}) })
+ */
+export function requireJsonBody({ request }: { request: Request }): void {
+  if (!hasBody(request.headers)) return;
+  const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
+  if (type !== "application/json") {
+    throw unsupportedMediaType('The request body must be JSON: send it as "Content-Type: application/json"');
+  }
+}
+
+/** Whether the request says it carries a body (a length above zero, or chunks). */
+function hasBody(headers: Headers): boolean {
+  const length = headers.get("content-length");
+  if (length !== null) return Number(length) > 0;
+  return headers.has("transfer-encoding");
+}
