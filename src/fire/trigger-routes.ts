@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { conflict, notFound, requireJsonBody, sessionTokenOf, type Platform } from "../platform/index.ts";
-import { manageableWorkflow, type WorkflowsPart } from "../workflows/index.ts";
+import { manageableWorkflow, workflowCaller, type WorkflowsPart } from "../workflows/index.ts";
 import type { WebhookTokens } from "./webhook-tokens.ts";
 
 /**
@@ -19,12 +19,12 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
   };
 
   return new Elysia({ name: "workflow-trigger-routes", prefix: "/api/workflows" })
-    .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
+    .derive(async ({ cookie }) => ({ caller: await workflowCaller(platform, sessionTokenOf(cookie)) }))
     .onTransform(requireJsonBody)
     .post(
       "/:id/triggers",
-      async ({ params, sessionToken, set }) => {
-        const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      ({ params, caller, set }) => {
+        const workflow = manageableWorkflow(part, caller, params.id);
         const issued = tokens.issue(workflow.id);
         platform.audit.write({ action: "workflow.trigger.add", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id, kind: "webhook" } });
         set.status = 201;
@@ -32,14 +32,14 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
       },
       { body: t.Object({ kind: t.Literal("webhook") }) },
     )
-    .post("/:id/triggers/:triggerId/rotate", async ({ params, sessionToken }) => {
-      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+    .post("/:id/triggers/:triggerId/rotate", ({ params, caller }) => {
+      const workflow = manageableWorkflow(part, caller, params.id);
       const issued = tokens.rotate(liveTrigger(workflow.id, params.triggerId).id);
       platform.audit.write({ action: "workflow.trigger.rotate", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id } });
       return issued;
     })
-    .delete("/:id/triggers/:triggerId", async ({ params, sessionToken }) => {
-      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+    .delete("/:id/triggers/:triggerId", ({ params, caller }) => {
+      const workflow = manageableWorkflow(part, caller, params.id);
       const trigger = part.triggers.revoke(liveTrigger(workflow.id, params.triggerId).id);
       platform.audit.write({ action: "workflow.trigger.revoke", userId: caller.user.id, projectId: caller.project.id, target: trigger.id, detail: { workflowId: workflow.id } });
       return { trigger };

@@ -15,9 +15,19 @@ export interface PlatformRoutesOptions {
   loginThrottle?: LoginThrottle;
 }
 
-/** Routes of the platform: login, the active project, settings, audit, secrets, roles, agents. */
+/**
+ * Routes of the platform: login, the active project, settings, audit, secrets, roles, agents.
+ * Three plugins, one per kind of caller, so each resolves its caller in its own
+ * `derive` (which Elysia runs before it validates the query and body: without a
+ * session every request gets 401, never a 400 that shows what a route takes),
+ * and a derive never reaches routes of another kind.
+ */
 export function platformRoutes(platform: Platform, options: PlatformRoutesOptions) {
-  const { callers } = platform;
+  return new Elysia({ name: "platform-routes" }).use(sessionRoutes(platform, options)).use(accountRoutes(platform)).use(projectRoutes(platform));
+}
+
+/** Login and logout: anyone may call them. */
+function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
   const trusted = new Set(options.trustedProxies.map(normalizeAddress));
   // Secure whenever the browser came over TLS, so the cookie is never sent in the clear to this site again.
   const cookieOptions = (expires: Date, request: Request, peer: string | undefined) => ({
@@ -29,11 +39,8 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
   });
   const throttle = options.loginThrottle ?? new LoginThrottle();
 
-  return new Elysia({ name: "platform-routes" })
+  return new Elysia({ name: "platform-session-routes" })
     .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
-    // JSON bodies only, whatever the body says: a cross-site HTML form can send a form-encoded or a text/plain body
-    // (the latter can hold JSON), which on login would sign the visitor in as someone else (login CSRF).
-    .onTransform(requireJsonBody)
     .post(
       "/api/auth/login",
       async ({ body, cookie, sessionToken, request, server, set }) => {
@@ -55,6 +62,9 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
         return { user, project: first?.project ?? null, role: first?.role ?? null };
       },
       {
+        // JSON bodies only, whatever the body says: a cross-site HTML form can send a form-encoded or a text/plain body
+        // (the latter can hold JSON), which would sign the visitor in as someone else (login CSRF).
+        transform: requireJsonBody,
         body: t.Object({ email: t.String({ maxLength: 320 }), password: t.String({ maxLength: 1024 }) }),
       },
     )
@@ -62,9 +72,15 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
       await platform.sessions.destroy(sessionToken);
       cookie[SESSION_COOKIE]!.set({ value: "", ...cookieOptions(new Date(0), request, server?.requestIP(request)?.address) });
       return { ok: true };
-    })
-    .get("/api/auth/me", async ({ sessionToken }) => {
-      const caller = await callers.resolve(sessionToken);
+    });
+}
+
+/** The signed-in user's own routes: who am I, and the active project. */
+function accountRoutes(platform: Platform) {
+  return new Elysia({ name: "platform-account-routes" })
+    .derive(async ({ cookie }) => ({ caller: await platform.callers.resolve(sessionTokenOf(cookie)) }))
+    .onTransform(requireJsonBody)
+    .get("/api/auth/me", ({ caller }) => {
       return {
         user: caller.user,
         project: caller.project,
@@ -75,8 +91,7 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     })
     .post(
       "/api/auth/project",
-      async ({ body, sessionToken }) => {
-        const caller = await callers.resolve(sessionToken);
+      ({ body, caller }) => {
         const project = platform.projects.bySlug(body.project) ?? platform.projects.get(body.project);
         const role = project && platform.projects.roleOf(project.id, caller.user.id);
         // A project the user is not in looks like one that does not exist.
@@ -85,15 +100,21 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
         return { project, role, features: [...platform.roles.featuresOf(project.id, role)].sort() };
       },
       { body: t.Object({ project: t.String({ minLength: 1, maxLength: 100 }) }) },
-    )
-    .get("/api/settings", async ({ sessionToken }) => {
-      requireProjectAdmin(await callers.resolveInProject(sessionToken));
+    );
+}
+
+/** Routes of the signed-in user's active project: settings, audit, secrets, roles, package access, agents. */
+function projectRoutes(platform: Platform) {
+  return new Elysia({ name: "platform-project-routes" })
+    .derive(async ({ cookie }) => ({ caller: await platform.callers.resolveInProject(sessionTokenOf(cookie)) }))
+    .onTransform(requireJsonBody)
+    .get("/api/settings", ({ caller }) => {
+      requireProjectAdmin(caller);
       return { settings: platform.settings.list() };
     })
     .put(
       "/api/settings/:key",
-      async ({ params, body, sessionToken }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      ({ params, body, caller }) => {
         requireProjectAdmin(caller);
         const setting = platform.settings.set(params.key, body.value);
         platform.audit.write({ action: "settings.update", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value } });
@@ -103,8 +124,7 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     )
     .get(
       "/api/audit",
-      async ({ query, sessionToken }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      ({ query, caller }) => {
         requireProjectAdmin(caller);
         return { entries: platform.audit.query({ projectId: caller.project.id, ...query }) };
       },
@@ -119,8 +139,7 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     )
     .get(
       "/api/secrets",
-      async ({ query, sessionToken }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      ({ query, caller }) => {
         if (query.scope === "project") {
           requireProjectAdmin(caller);
           return { secrets: platform.secrets.list("project", caller.project.id) };
@@ -131,8 +150,7 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     )
     .put(
       "/api/secrets/:scope/:id",
-      async ({ params, body, sessionToken }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      async ({ params, body, caller }) => {
         const scopeId = params.scope === "project" ? caller.project.id : caller.user.id;
         if (params.scope === "project") requireProjectAdmin(caller);
         const info = await platform.secrets.put(params.scope, scopeId, params.id, body.value);
@@ -146,8 +164,7 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     )
     .delete(
       "/api/secrets/:scope/:id",
-      async ({ params, sessionToken }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      ({ params, caller }) => {
         if (params.scope === "project") requireProjectAdmin(caller);
         const scopeId = params.scope === "project" ? caller.project.id : caller.user.id;
         if (!platform.secrets.delete(params.scope, scopeId, params.id)) throw notFound("secret_not_found", `Cannot find secret "${params.id}"`);
@@ -156,15 +173,13 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
       },
       { params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }) },
     )
-    .get("/api/roles", async ({ sessionToken }) => {
-      const caller = await callers.resolveInProject(sessionToken);
+    .get("/api/roles", ({ caller }) => {
       requireProjectAdmin(caller);
       return { roles: platform.roles.list(caller.project.id) };
     })
     .post(
       "/api/roles",
-      async ({ body, sessionToken, set }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      ({ body, caller, set }) => {
         requireProjectAdmin(caller);
         const role = platform.roles.add(caller.project.id, body.name);
         platform.audit.write({ action: "role.add", userId: caller.user.id, projectId: caller.project.id, target: body.name });
@@ -175,16 +190,14 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     )
     .put(
       "/api/roles/:role/features/:feature",
-      async ({ params, sessionToken }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      ({ params, caller }) => {
         requireGrantEditor(caller.role, params.role);
         platform.roles.grant(caller.project.id, params.role, params.feature);
         platform.audit.write({ action: "role.grant", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
         return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
       },
     )
-    .delete("/api/roles/:role/features/:feature", async ({ params, sessionToken }) => {
-      const caller = await callers.resolveInProject(sessionToken);
+    .delete("/api/roles/:role/features/:feature", ({ params, caller }) => {
       requireGrantEditor(caller.role, params.role);
       platform.roles.revoke(caller.project.id, params.role, params.feature);
       platform.audit.write({ action: "role.revoke", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
@@ -192,8 +205,7 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     })
     .put(
       "/api/packages/:package/access",
-      async ({ params, body, sessionToken }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      ({ params, body, caller }) => {
         if (caller.role !== "owner") throw forbidden("owner_required", "Only the project owner can attach a package-access feature");
         platform.roles.setPackageAccess(caller.project.id, params.package, body.feature);
         platform.audit.write({ action: "package.access", userId: caller.user.id, projectId: caller.project.id, target: params.package, detail: { feature: body.feature } });
@@ -201,21 +213,18 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
       },
       { body: t.Object({ feature: t.String({ maxLength: 64 }) }) },
     )
-    .delete("/api/packages/:package/access", async ({ params, sessionToken }) => {
-      const caller = await callers.resolveInProject(sessionToken);
+    .delete("/api/packages/:package/access", ({ params, caller }) => {
       if (caller.role !== "owner") throw forbidden("owner_required", "Only the project owner can detach a package-access feature");
       platform.roles.clearPackageAccess(caller.project.id, params.package);
       platform.audit.write({ action: "package.access", userId: caller.user.id, projectId: caller.project.id, target: params.package, detail: { feature: null } });
       return { package: params.package, feature: null };
     })
-    .get("/api/agents", async ({ sessionToken }) => {
-      const caller = await callers.resolveInProject(sessionToken);
+    .get("/api/agents", ({ caller }) => {
       return { agents: platform.agents.usableBy(caller.project.id, caller.user.id) };
     })
     .post(
       "/api/agents",
-      async ({ body, sessionToken, set }) => {
-        const caller = await callers.resolveInProject(sessionToken);
+      ({ body, caller, set }) => {
         if (caller.role === "viewer") throw forbidden("role_required", "Viewers cannot create agents");
         const agent = platform.agents.create(caller.project.id, body.name, caller.user.id, body.shared ?? false);
         platform.audit.write({ action: "agent.add", userId: caller.user.id, projectId: caller.project.id, agentId: agent.id, target: agent.name });

@@ -16,7 +16,8 @@ export function sourceRoutes(options: SourceRoutesOptions) {
   const audit = (caller: ProjectCaller, action: string, target: string, detail?: Record<string, unknown>) =>
     platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
   return new Elysia({ name: "source-routes", prefix: "/api/sources" })
-    .resolve(async ({ cookie }) => {
+    // derive, not resolve: Elysia runs derive before it validates the body, so only an admin learns what a body needs.
+    .derive(async ({ cookie }) => {
       const caller = await platform.callers.resolveInProject(sessionTokenOf(cookie));
       requireProjectAdmin(caller);
       return { caller };

@@ -25,7 +25,9 @@ const MAX_READ_LINES = 5000;
 export function terminalRoutes(options: TerminalRoutesOptions) {
   const { platform, terminal } = options;
   return new Elysia({ name: "terminal-routes", prefix: `/api/packages/${AGENT_PACKAGE}/terminal` })
-    .resolve(async ({ cookie }) => {
+    // derive, not resolve: Elysia runs derive before it validates the query and body, so a caller who may not
+    // use the terminal gets 401, or 404 like an unknown route, whatever they send; never a 400 that shows the route.
+    .derive(async ({ cookie }) => {
       const caller = await platform.callers.resolveInProject(sessionTokenOf(cookie));
       // A hidden package answers exactly like an unknown route, before any feature check.
       platform.callers.requirePackage(caller, AGENT_PACKAGE);

@@ -19,7 +19,7 @@ export { sourceLine, type RunSource } from "./run-source.ts";
 export { RUN_EVENT_TYPES, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
 export { runnerEnvironment } from "./runner-environment.ts";
 export { FINISHED_STATUSES, RUN_NOT_RECORDED, Runs, type CancelPhase, type PendingRun, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
-export { manageableWorkflow, workflowRoutes, workflowView } from "./routes.ts";
+export { manageableWorkflow, workflowCaller, workflowRoutes, workflowView } from "./routes.ts";
 export { WorkflowScheduler } from "./scheduler.ts";
 export { createRunnerSpawner, type RunnerCommandSpawner, type RunnerCommandSpec, type RunnerProcess, type RunnerSpawnerOptions } from "./spawn-runner-command.ts";
 export { DEFAULT_SPEND_LIMIT, SPEND_LIMIT_REACHED, SpendLimits, type SpendLimit } from "./spend-limits.ts";

@@ -28,10 +28,18 @@ export function workflowView(part: WorkflowsPart, workflow: Workflow) {
   return { ...workflow, triggers: part.triggers.list(workflow.id) };
 }
 
-/** Resolve the signed-in caller and the workflow they may manage, or 401/403/404. */
-export async function manageableWorkflow(platform: Platform, part: WorkflowsPart, token: string | undefined, id: string): Promise<{ caller: ProjectCaller; workflow: Workflow }> {
-  const caller = await platform.callers.resolveInProject(token);
-  return { caller, workflow: requireManageable(caller, part.workflows.require(caller.project.id, id)) };
+/**
+ * The signed-in caller of a workflow route, or 401/403. The route plugins
+ * resolve it in `derive`, which Elysia runs before it validates the query and
+ * body: a caller who may not use the routes learns nothing from a malformed request.
+ */
+export function workflowCaller(platform: Platform, token: string | undefined): Promise<ProjectCaller> {
+  return platform.callers.resolveInProject(token);
+}
+
+/** The workflow the caller may manage, or 403/404. */
+export function manageableWorkflow(part: WorkflowsPart, caller: ProjectCaller, id: string): Workflow {
+  return requireManageable(caller, part.workflows.require(caller.project.id, id));
 }
 
 /**
@@ -45,22 +53,20 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
     platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
 
   return new Elysia({ name: "workflow-routes", prefix: "/api/workflows" })
-    .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
+    .derive(async ({ cookie }) => ({ caller: await workflowCaller(platform, sessionTokenOf(cookie)) }))
     .onTransform(requireJsonBody)
-    .get("/", async ({ sessionToken }) => {
-      const caller = await platform.callers.resolveInProject(sessionToken);
+    .get("/", ({ caller }) => {
       requireWorkflowAccess(caller);
       const list = part.workflows.list(caller.project.id, managesAll(caller) ? undefined : caller.user.id);
       return { workflows: list.map((w) => workflowView(part, w)) };
     })
-    .get("/templates", async ({ sessionToken }) => {
-      requireWorkflowAccess(await platform.callers.resolveInProject(sessionToken));
+    .get("/templates", ({ caller }) => {
+      requireWorkflowAccess(caller);
       return { templates: [...TEMPLATES.values()] };
     })
     .post(
       "/",
-      async ({ body, sessionToken, set }) => {
-        const caller = await platform.callers.resolveInProject(sessionToken);
+      ({ body, caller, set }) => {
         requireCreateAccess(caller);
         requireSecretAccess(caller, body.runner);
         const template = body.template === undefined ? undefined : TEMPLATES.get(body.template);
@@ -89,15 +95,13 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         }),
       },
     )
-    .get("/spend-limit", async ({ sessionToken }) => {
-      const caller = await platform.callers.resolveInProject(sessionToken);
+    .get("/spend-limit", ({ caller }) => {
       requireWorkflowAccess(caller);
       return { ...part.limits.get(caller.project.id), used: part.limits.usage(caller.project.id) };
     })
     .put(
       "/spend-limit",
-      async ({ body, sessionToken }) => {
-        const caller = await platform.callers.resolveInProject(sessionToken);
+      ({ body, caller }) => {
         requireProjectAdmin(caller);
         const limit = part.limits.set(caller.project.id, body);
         audit(caller, "workflow.spend_limit", caller.project.id, { ...limit });
@@ -105,11 +109,11 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       },
       { body: t.Object({ runsPerDay: t.Integer(), tokensPerDay: t.Integer() }) },
     )
-    .get("/:id", async ({ params, sessionToken }) => workflowView(part, (await manageableWorkflow(platform, part, sessionToken, params.id)).workflow))
+    .get("/:id", ({ params, caller }) => workflowView(part, manageableWorkflow(part, caller, params.id)))
     .patch(
       "/:id",
-      async ({ params, body, sessionToken }) => {
-        const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      ({ params, body, caller }) => {
+        const workflow = manageableWorkflow(part, caller, params.id);
         // Pausing an outdated install, then activating it, would skip the upgrade: only archiving leaves it without one.
         if (body.status && body.status !== "archived" && pendingTemplateUpgrade(workflow)) {
           throw conflict("template_upgrade_required", `Cannot make workflow "${workflow.name}" ${body.status}: accept its template upgrade first (or archive it)`);
@@ -133,8 +137,8 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         }),
       },
     )
-    .delete("/:id", async ({ params, sessionToken }) => {
-      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+    .delete("/:id", async ({ params, caller }) => {
+      const workflow = manageableWorkflow(part, caller, params.id);
       if (part.triggers.list(workflow.id).some((tr) => tr.kind === "message")) {
         throw conflict("workflow_bound", `Cannot delete workflow "${workflow.name}": a channel binding fires it; delete the binding first`);
       }
@@ -148,8 +152,8 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       audit(caller, "workflow.delete", workflow.id, { name: workflow.name });
       return { ok: true };
     })
-    .post("/:id/upgrade-template", async ({ params, sessionToken }) => {
-      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+    .post("/:id/upgrade-template", ({ params, caller }) => {
+      const workflow = manageableWorkflow(part, caller, params.id);
       const template = pendingTemplateUpgrade(workflow);
       if (!template) throw conflict("no_template_upgrade", `Cannot upgrade workflow "${workflow.name}": it is not awaiting a template upgrade`);
       const upgraded = part.workflows.upgradeTemplate(workflow.id, template);
@@ -157,8 +161,8 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       audit(caller, "workflow.template_upgrade", workflow.id, { template: template.id, version: template.version });
       return workflowView(part, upgraded);
     })
-    .get("/:id/triggers", async ({ params, sessionToken }) => {
-      const { workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+    .get("/:id/triggers", ({ params, caller }) => {
+      const workflow = manageableWorkflow(part, caller, params.id);
       return { triggers: part.triggers.list(workflow.id) };
     });
 }

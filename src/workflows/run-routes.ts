@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
-import { manageableWorkflow } from "./routes.ts";
+import { manageableWorkflow, workflowCaller } from "./routes.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
 
 /** Longest page of runs one read returns. */
@@ -16,12 +16,12 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
   const { platform, part } = options;
 
   return new Elysia({ name: "workflow-run-routes", prefix: "/api/workflows" })
-    .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
+    .derive(async ({ cookie }) => ({ caller: await workflowCaller(platform, sessionTokenOf(cookie)) }))
     .onTransform(requireJsonBody)
     .post(
       "/:id/runs",
-      async ({ params, body, sessionToken, set }) => {
-        const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      async ({ params, body, caller, set }) => {
+        const workflow = manageableWorkflow(part, caller, params.id);
         const run = await part.engine.fire({
           workflowId: workflow.id,
           trigger: { id: null, kind: "manual" },
@@ -35,18 +35,18 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
     )
     .get(
       "/:id/runs",
-      async ({ params, query, sessionToken }) => {
-        const { workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+      ({ params, query, caller }) => {
+        const workflow = manageableWorkflow(part, caller, params.id);
         return { runs: part.runs.list(workflow.id, { limit: Math.min(query.limit ?? 50, MAX_RUNS_PAGE), status: query.status as never }) };
       },
       { query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_RUNS_PAGE, multipleOf: 1 })), status: t.Optional(status) }) },
     )
-    .get("/:id/runs/:runId", async ({ params, sessionToken }) => {
-      const { workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+    .get("/:id/runs/:runId", ({ params, caller }) => {
+      const workflow = manageableWorkflow(part, caller, params.id);
       return part.runs.require(workflow.id, params.runId);
     })
-    .post("/:id/runs/:runId/cancel", async ({ params, sessionToken }) => {
-      const { caller, workflow } = await manageableWorkflow(platform, part, sessionToken, params.id);
+    .post("/:id/runs/:runId/cancel", async ({ params, caller }) => {
+      const workflow = manageableWorkflow(part, caller, params.id);
       const run = part.runs.require(workflow.id, params.runId);
       const cancelled = await part.engine.cancel(run.id);
       platform.audit.write({ action: "workflow.run.cancel", userId: caller.user.id, projectId: caller.project.id, target: run.id, detail: { workflowId: workflow.id, phase: cancelled.cancelled } });

@@ -177,4 +177,22 @@ describe("login, logout, me and the active project", () => {
     expect(refused.body.error.code).toBe(absent.body.error.code);
     expect((await person.client.get("/api/auth/me")).body.project.slug).toBe(b.slug);
   });
+
+  test("without a session every signed-in route answers 401, and without an active project 403, whatever the query or body", async () => {
+    await using world = await startWorld();
+    const anonymous = world.anonymous();
+    const malformed = [
+      () => anonymous.post("/api/auth/project", {}),
+      () => anonymous.get("/api/audit?limit=0"),
+      () => anonymous.put("/api/settings/terminalMaxSessions", "[]"),
+      () => anonymous.post("/api/roles", { name: 7 }),
+      () => anonymous.put("/api/packages/agent/access", {}),
+      () => anonymous.post("/api/agents", { shared: "yes" }),
+    ];
+    for (const send of malformed) expect((await send()).status).toBe(401);
+    // Signed in, but in no project: the project routes refuse before they look at the request.
+    const loner = { client: await world.login((await world.user("loner")).email) };
+    expect((await loner.client.get("/api/audit?limit=0")).body.error.code).toBe("no_project");
+    expect((await loner.client.post("/api/roles", { name: 7 })).body.error.code).toBe("no_project");
+  });
 });

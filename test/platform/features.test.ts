@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { TERMINAL } from "../helpers/terminal.ts";
 import { startWorld } from "../helpers/world.ts";
 
 const HEALTH = "/api/packages/agent/terminal/health";
@@ -85,5 +86,23 @@ describe("roles and feature grants", () => {
 
     await owner.client.delete("/api/packages/agent/access");
     expect((await contractor.client.get(HEALTH)).status).toBe(200);
+  });
+
+  test("a caller for whom the owner hid the agent package gets 404 like an unknown route even for a malformed query or body", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(200);
+    const member = await world.signedIn(project, "member");
+    const unknown = await member.client.get("/api/packages/agent/no-such-route");
+    expect(unknown.status).toBe(404);
+    const answers = [
+      await member.client.get(`${TERMINAL}/sessions`),
+      await member.client.get(`${TERMINAL}/sessions?scope=everything`),
+      await member.client.get(`${TERMINAL}/sessions/x/read?lines=0`),
+      await member.client.post(`${TERMINAL}/sessions`, "[]"),
+      await member.client.post(`${TERMINAL}/sessions/x/exec`, { command: "" }),
+    ];
+    expect(answers.map((a) => ({ status: a.status, body: a.body }))).toEqual(Array(answers.length).fill({ status: 404, body: unknown.body }));
   });
 });

@@ -115,4 +115,13 @@ describe("managing sources", () => {
       expect.objectContaining({ userId: admin.user.id, target: "docs", detail: expect.objectContaining({ id: write.id, perms: "w" }) }),
     ]);
   });
+
+  test("without a session the source routes answer 401, and a member 403, whatever the body", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    for (const client of [world.anonymous(), member.client]) {
+      const answers = [await client.post("/api/sources", { kind: "nonsense" }), await client.patch("/api/sources/x", "[]"), await client.post("/api/sources/x/rules", {})];
+      expect(answers.map((a) => a.status)).toEqual(Array(3).fill(client === member.client ? 403 : 401));
+    }
+  });
 });

@@ -209,6 +209,17 @@ describe("terminal sessions over HTTP", () => {
     expect((await owner.client.post(`${TERMINAL}/sessions/r/resize`, { cols: 0, rows: 43 })).status).toBe(400);
     expect((await owner.client.post(`${TERMINAL}/sessions/nope/resize`, { cols: 80, rows: 24 })).status).toBe(404);
   });
+
+  test("a caller with no cookie gets 401 from the terminal routes, whatever the query or body", async () => {
+    await using world = await startWorld();
+    const anonymous = world.anonymous();
+    expect((await anonymous.get(`${TERMINAL}/sessions`)).status).toBe(401);
+    expect((await anonymous.get(`${TERMINAL}/sessions?scope=everything`)).status).toBe(401);
+    expect((await anonymous.get(`${TERMINAL}/sessions/x/read?lines=0`)).status).toBe(401);
+    expect((await anonymous.post(`${TERMINAL}/sessions`, "[]")).status).toBe(401);
+    expect((await anonymous.post(`${TERMINAL}/sessions/x/exec`, { command: "" })).status).toBe(401);
+    expect((await anonymous.post(`${TERMINAL}/sessions/x/resize`, { cols: 0 })).status).toBe(401);
+  });
 });
 
 describe("exec", () => {

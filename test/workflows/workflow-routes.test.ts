@@ -153,4 +153,18 @@ describe("workflow management", () => {
     expect((await member.client.post(`/api/workflows/${workflow.id}/upgrade-template`)).body.error.code).toBe("no_template_upgrade");
     expect(await setStatus("paused")).toBe("paused");
   });
+
+  test("without a session the workflow, run and trigger routes answer 401, whatever the query or body", async () => {
+    await using world = await startWorld();
+    const anonymous = world.anonymous();
+    const answers = [
+      await anonymous.post("/api/workflows", { runner: { kind: "nonsense" } }),
+      await anonymous.patch("/api/workflows/wf-x", "[]"),
+      await anonymous.put("/api/workflows/spend-limit", { runsPerDay: "many" }),
+      await anonymous.get("/api/workflows/wf-x/runs?limit=0"),
+      await anonymous.post("/api/workflows/wf-x/runs", "[]"),
+      await anonymous.post("/api/workflows/wf-x/triggers", { kind: "message" }),
+    ];
+    expect(answers.map((a) => a.status)).toEqual(Array(answers.length).fill(401));
+  });
 });
