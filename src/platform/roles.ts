@@ -53,18 +53,24 @@ export class Roles {
       }));
   }
 
-  /** Grant a feature to a role (idempotent). */
-  grant(projectId: string, role: string, feature: string): void {
+  /**
+   * Grant a feature to a role (idempotent). `grantor` is the grants of the
+   * member asking, when one does (the CLI on the server is the operator and
+   * passes none): they may only hand out a feature they hold themselves.
+   */
+  grant(projectId: string, role: string, feature: string, grantor?: ReadonlySet<string>): void {
     this.#requireRole(projectId, role);
     if (!isFeatureName(feature)) throw badRequest("invalid_feature", `Cannot grant: "${feature}" is not a valid feature name`);
     // The wildcard is the owner's alone (every feature, exec.unconfined included): an admin granting it would outrank themselves.
     if (feature === WILDCARD) throw forbidden("wildcard_owner_only", `Cannot grant "${WILDCARD}": only the owner role holds every feature; grant features by name`);
+    requireHeld(grantor, feature, "grant");
     this.db.insert(roleFeatures).values({ projectId, role, feature }).onConflictDoNothing().run();
   }
 
-  /** Take a feature away from a role (idempotent). */
-  revoke(projectId: string, role: string, feature: string): void {
+  /** Take a feature away from a role (idempotent); `grantor` as for `grant`. */
+  revoke(projectId: string, role: string, feature: string, grantor?: ReadonlySet<string>): void {
     this.#requireRole(projectId, role);
+    requireHeld(grantor, feature, "revoke");
     this.db
       .delete(roleFeatures)
       .where(and(eq(roleFeatures.projectId, projectId), eq(roleFeatures.role, role), eq(roleFeatures.feature, feature)))
@@ -111,5 +117,18 @@ export class Roles {
 
   #requireRole(projectId: string, name: string): void {
     if (!this.#exists(projectId, name)) throw notFound("role_not_found", `Cannot find role "${name}"`);
+  }
+}
+
+/**
+ * 403 unless the grantor holds the feature. Granting beyond one's own role
+ * would let an admin hand another role a power the owner gave nobody, such as
+ * exec.unconfined, and escalate through it; revoking is held to the same
+ * rule, so an admin cannot take away what they could not give back. The owner
+ * holds the wildcard, so they may grant and revoke everything grantable.
+ */
+function requireHeld(grantor: ReadonlySet<string> | undefined, feature: string, action: "grant" | "revoke"): void {
+  if (grantor && !hasFeature(grantor, feature)) {
+    throw forbidden("feature_not_held", `Cannot ${action} "${feature}": your role does not hold it; only the owner grants and revokes features beyond their own role`);
   }
 }

@@ -192,14 +192,14 @@ function projectRoutes(platform: Platform) {
       "/api/roles/:role/features/:feature",
       ({ params, caller }) => {
         requireGrantEditor(caller.role, params.role);
-        platform.roles.grant(caller.project.id, params.role, params.feature);
+        platform.roles.grant(caller.project.id, params.role, params.feature, caller.features);
         platform.audit.write({ action: "role.grant", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
         return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
       },
     )
     .delete("/api/roles/:role/features/:feature", ({ params, caller }) => {
       requireGrantEditor(caller.role, params.role);
-      platform.roles.revoke(caller.project.id, params.role, params.feature);
+      platform.roles.revoke(caller.project.id, params.role, params.feature, caller.features);
       platform.audit.write({ action: "role.revoke", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
       return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
     })
@@ -235,7 +235,11 @@ function projectRoutes(platform: Platform) {
     );
 }
 
-/** Admins edit grants of every role but the owner's; only the owner edits the admin role. */
+/**
+ * Admins edit grants of every role but the owner's; only the owner edits the
+ * admin role. Which features they may grant or revoke (only those their own
+ * role holds) is checked by Roles#grant and Roles#revoke.
+ */
 function requireGrantEditor(callerRole: string, targetRole: string): void {
   if (!isAdminRole(callerRole)) throw forbidden("admin_required", "Only project owners and admins can do this");
   if (targetRole === "owner") throw forbidden("owner_immutable", "The owner role always holds every feature");

@@ -62,6 +62,29 @@ describe("roles and feature grants", () => {
     expect(world.platform.roles.list(project.id)).toEqual(before);
   });
 
+  test("an admin grants and revokes only features the admin role holds; the owner grants anything grantable", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const admin = await world.signedIn(project, "admin");
+    const member = await world.signedIn(project, "member");
+    expect((await admin.client.get("/api/auth/me")).body.features).not.toContain("exec.unconfined");
+    const before = world.platform.roles.list(project.id);
+    const granted = await admin.client.put("/api/roles/member/features/exec.unconfined");
+    expect({ status: granted.status, code: granted.body.error.code }).toEqual({ status: 403, code: "feature_not_held" });
+    // core.execute is a member's default, but not an admin's: an admin can neither give it nor take it away.
+    const revoked = await admin.client.delete("/api/roles/member/features/core.execute");
+    expect({ status: revoked.status, code: revoked.body.error.code }).toEqual({ status: 403, code: "feature_not_held" });
+    expect(world.platform.roles.list(project.id)).toEqual(before);
+    expect((await member.client.get("/api/auth/me")).body.features).not.toContain("exec.unconfined");
+    // What the admin role holds, an admin hands on and takes back.
+    expect((await admin.client.put("/api/roles/member/features/terminal.supervise")).status).toBe(200);
+    expect((await admin.client.delete("/api/roles/member/features/terminal.supervise")).status).toBe(200);
+    expect((await owner.client.put("/api/roles/member/features/exec.unconfined")).status).toBe(200);
+    expect((await member.client.get("/api/auth/me")).body.features).toContain("exec.unconfined");
+    expect((await owner.client.delete("/api/roles/member/features/exec.unconfined")).status).toBe(200);
+  });
+
   test("the owner's package-access feature hides the agent package from a custom role, which then gets 404 like an unknown route", async () => {
     await using world = await startWorld();
     const project = await world.project();
