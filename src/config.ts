@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { isIP } from "node:net";
 import { resolve } from "node:path";
 
 /** Every HATCH_* setting, parsed and validated once at start. */
@@ -57,7 +58,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dataDir: resolve(cwd, env.HATCH_DATA_DIR?.trim() || "./data"),
     secretKey: env.HATCH_SECRET_KEY ? secretKey(env.HATCH_SECRET_KEY) : null,
     shell: env.HATCH_SHELL?.trim() || null,
-    trustedProxies: (env.HATCH_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean),
+    trustedProxies: (env.HATCH_TRUSTED_PROXIES ?? "").split(",").map((s) => s.trim()).filter(Boolean).map(proxyAddress),
     allowedOrigins: (env.HATCH_ALLOWED_ORIGINS ?? "").split(",").map((s) => s.trim()).filter(Boolean).map(origin),
     sessionTtlHours: positiveInt(env, "HATCH_SESSION_TTL_HOURS", DEFAULT_SESSION_TTL_HOURS, MAX_SESSION_TTL_HOURS),
     inContainer: env.HATCH_IN_CONTAINER ? oneOf(env, "HATCH_IN_CONTAINER", ["0", "1"] as const, "0") === "1" : detectContainer(),
@@ -103,6 +104,18 @@ function origin(raw: string): string {
     throw new ConfigError(`Cannot use HATCH_ALLOWED_ORIGINS entry "${raw}": expected an origin such as https://hatch.example.com`);
   }
   return url.origin;
+}
+
+/**
+ * One trusted proxy: an IP address, compared with the peer's address. A range,
+ * a host name or an address with a port would match no peer, so the proxy's
+ * forwarded headers would be ignored without a word: refuse it at start instead.
+ */
+function proxyAddress(raw: string): string {
+  if (isIP(raw) === 0) {
+    throw new ConfigError(`Cannot use HATCH_TRUSTED_PROXIES entry "${raw}": expected an IP address such as 10.0.0.2 (ranges, host names and ports are not supported)`);
+  }
+  return raw;
 }
 
 function secretKey(raw: string): string {

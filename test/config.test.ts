@@ -25,6 +25,11 @@ describe("configuration", () => {
     for (const raw of ["hatch.example.com", "https://hatch.example.com/app", "ftp://hatch.example.com", "*"]) {
       expect(() => loadConfig({ HATCH_ALLOWED_ORIGINS: raw })).toThrow(`HATCH_ALLOWED_ORIGINS entry "${raw}"`);
     }
+    // A trusted proxy is an IP address: anything else would match no peer and be ignored without a word.
+    expect(loadConfig({ HATCH_TRUSTED_PROXIES: "10.0.0.2, ::1, fd00::5" }).trustedProxies).toEqual(["10.0.0.2", "::1", "fd00::5"]);
+    for (const raw of ["10.0.0.0/8", "proxy.internal", "10.0.0.2:8080", "[::1]", "10.0.0.256"]) {
+      expect(() => loadConfig({ HATCH_TRUSTED_PROXIES: `10.0.0.2, ${raw}` })).toThrow(`HATCH_TRUSTED_PROXIES entry "${raw}"`);
+    }
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).toThrow("at least 32 characters");
     // The key itself is never echoed in the error.
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).not.toThrow("too-short-secret");

@@ -1,10 +1,26 @@
+/** A dotted IPv4 address followed by a port, as some proxies write a forwarded hop. */
+const IPV4_WITH_PORT = /^(\d{1,3}(?:\.\d{1,3}){3}):\d{1,5}$/;
+/** A bracketed IPv6 address, with or without a port: `[2001:db8::1]`, `[2001:db8::1]:443`. */
+const BRACKETED_IPV6 = /^\[([^\]]+)\](?::\d{1,5})?$/;
+
 /**
  * One spelling per peer: `::ffff:203.0.113.7` is the IPv4 peer `203.0.113.7`,
  * and an IPv6 address is written out in full (`2001:db8:0:0:0:0:0:1`), so a
- * trusted proxy matches however the operator or the request wrote it.
+ * trusted proxy matches however the operator or the request wrote it. A port
+ * is dropped (`203.0.113.7:51234`, `[2001:db8::1]:443`), as are the brackets
+ * of an IPv6 address: a proxy that writes the client's source port into
+ * `X-Forwarded-For` would otherwise make every connection a new client.
+ *
+ * @example
+ * normalizeAddress("[2001:db8::1]:443") // "2001:db8:0:0:0:0:0:1"
  */
 export function normalizeAddress(address: string): string {
-  const trimmed = address.trim();
+  let trimmed = address.trim();
+  const ipv4 = IPV4_WITH_PORT.exec(trimmed);
+  if (ipv4) return ipv4[1]!;
+  const bracketed = BRACKETED_IPV6.exec(trimmed);
+  // Only an IPv6 address loses its brackets: anything else stays as written (and then matches nothing).
+  if (bracketed && ipv6Groups(bracketed[1]!)) trimmed = bracketed[1]!;
   if (!trimmed.includes(":")) return trimmed;
   const groups = ipv6Groups(trimmed);
   if (!groups) return trimmed;

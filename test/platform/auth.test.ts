@@ -112,6 +112,17 @@ describe("login, logout, me and the active project", () => {
     expect((await world.anonymous().post("/api/auth/login", { email: other.email, password: TEST_PASSWORD }, { "x-forwarded-for": "192.0.2.1" })).status).toBe(200);
   });
 
+  test("through a trusted proxy that writes ip:port, failed logins from one client are still limited per address", async () => {
+    await using world = await startWorld({ HATCH_TRUSTED_PROXIES: "127.0.0.1" });
+    const statuses: number[] = [];
+    // Different emails, so only the per-address limit (10) can stop this client; each connection has a new source port.
+    for (let i = 0; i < 12; i++) {
+      const answer = await world.anonymous().post("/api/auth/login", { email: `nobody-${i}@example.com`, password: "a guess" }, { "x-forwarded-for": `203.0.113.7:${40000 + i}` });
+      statuses.push(answer.status);
+    }
+    expect(statuses).toEqual([...Array<number>(10).fill(401), 429, 429]);
+  });
+
   test("logins that succeed do not count, and a burst of parallel guesses cannot pass the limit before the first fails", async () => {
     await using world = await startWorld();
     const user = await world.user();

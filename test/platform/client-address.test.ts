@@ -26,6 +26,19 @@ describe("the client address and the rate limiter", () => {
     expect(normalizeAddress("64:ff9b::192.0.2.33")).toBe("64:ff9b:0:0:0:0:c000:221");
   });
 
+  test("an X-Forwarded-For hop written with a port, or a bracketed IPv6 hop, counts as its address, so a new source port is not a new client", () => {
+    expect(clientAddress("10.0.0.2", "203.0.113.7:51234", proxies)).toBe("203.0.113.7");
+    expect(rateKey(clientAddress("10.0.0.2", "203.0.113.7:51234", proxies))).toBe(rateKey(clientAddress("10.0.0.2", "203.0.113.7:51235", proxies)));
+    expect(rateKey(clientAddress("10.0.0.2", "[2001:db8:1:2::1]:443", proxies))).toBe("2001:db8:1:2::/64");
+    expect(normalizeAddress("[2001:db8::1]")).toBe("2001:db8:0:0:0:0:0:1");
+    expect(normalizeAddress("[2001:db8::1]:443")).toBe("2001:db8:0:0:0:0:0:1");
+    expect(normalizeAddress("[::ffff:203.0.113.7]:443")).toBe("203.0.113.7");
+    // A trusted proxy written with a port or brackets still matches, and is still skipped.
+    expect(clientAddress("10.0.0.2", "198.51.100.1:1, 10.0.0.3:8080", proxies)).toBe("198.51.100.1");
+    // Brackets around something that is not an IPv6 address are not an address.
+    for (const junk of ["[203.0.113.7]", "[unknown]:80", "[1::2::3]"]) expect(normalizeAddress(junk)).toBe(junk);
+  });
+
   test("the cap counts an IPv4 address alone and an IPv6 address by its /64", () => {
     expect(rateKey("203.0.113.7")).toBe("203.0.113.7");
     expect(rateKey("2001:db8:1:2:aaaa::1")).toBe("2001:db8:1:2::/64");
