@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { badRequest, conflict, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { AGENT_PACKAGE, badRequest, conflict, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { managesAll, requireCreateAccess, requireManageable, requireSecretAccess, requireWorkflowAccess } from "./access.ts";
 import { pendingTemplateUpgrade, TEMPLATES } from "./templates.ts";
 import type { Workflow } from "./workflow.ts";
@@ -29,12 +29,17 @@ export function workflowView(part: WorkflowsPart, workflow: Workflow) {
 }
 
 /**
- * The signed-in caller of a workflow route, or 401/403. The route plugins
- * resolve it in `derive`, which Elysia runs before it validates the query and
- * body: a caller who may not use the routes learns nothing from a malformed request.
+ * The signed-in caller of a workflow route, or 401/403; 404 exactly like an
+ * unknown route when the agent package, which workflows belong to, is hidden
+ * from them (as its terminal is, and as their runs are cancelled package-off).
+ * The route plugins resolve it in `derive`, which Elysia runs before it
+ * validates the query and body: a caller who may not use the routes learns
+ * nothing from a malformed request.
  */
-export function workflowCaller(platform: Platform, token: string | undefined): Promise<ProjectCaller> {
-  return platform.callers.resolveInProject(token);
+export async function workflowCaller(platform: Platform, token: string | undefined): Promise<ProjectCaller> {
+  const caller = await platform.callers.resolveInProject(token);
+  platform.callers.requirePackage(caller, AGENT_PACKAGE);
+  return caller;
 }
 
 /** The workflow the caller may manage, or 403/404. */

@@ -167,4 +167,37 @@ describe("workflow management", () => {
     ];
     expect(answers.map((a) => a.status)).toEqual(Array(answers.length).fill(401));
   });
+
+  test("the owner's package-access feature on the agent package hides its workflows, runs and triggers too: 404 like an unknown route; the fire endpoint is unaffected", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await owner.client.post("/api/roles", { name: "contractor" });
+    for (const feature of ["terminal.read", "core.execute"]) await owner.client.put(`/api/roles/contractor/features/${feature}`);
+    const contractor = await world.signedIn(project, "contractor");
+    const workflow = await commandWorkflow(contractor, "cat");
+    const { token } = await issueToken(contractor.client, workflow.id);
+    expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(200);
+
+    const unknown = await contractor.client.get("/api/packages/agent/no-such-route");
+    const answers = [
+      await contractor.client.get("/api/workflows"),
+      await contractor.client.get("/api/workflows/templates"),
+      await contractor.client.post("/api/workflows", { name: "hidden", runner: { kind: "command", command: "true" } }),
+      await contractor.client.post("/api/workflows", "[]"),
+      await contractor.client.get(`/api/workflows/${workflow.id}`),
+      await contractor.client.patch(`/api/workflows/${workflow.id}`, { name: "renamed" }),
+      await contractor.client.get(`/api/workflows/${workflow.id}/runs`),
+      await contractor.client.post(`/api/workflows/${workflow.id}/runs`, {}),
+      await contractor.client.post(`/api/workflows/${workflow.id}/triggers`, { kind: "webhook" }),
+    ];
+    expect(answers.map((a) => ({ status: a.status, body: a.body }))).toEqual(Array(answers.length).fill({ status: 404, body: unknown.body }));
+    expect(countRows(world, "workflows")).toBe(1);
+    // The fire endpoint answers to its token, not to a signed-in role: it takes the fire, and the run is cancelled as package-off.
+    const fired = await fire(world, workflow.id, token, { text: "hi" });
+    expect(fired.status).toBe(202);
+    expect((await waitForRun(owner.client, workflow.id, fired.body.runId)).cancelled).toBe("package-off");
+    // The owner still sees them all.
+    expect((await owner.client.get("/api/workflows")).body.workflows.map((w: any) => w.id)).toEqual([workflow.id]);
+  });
 });
