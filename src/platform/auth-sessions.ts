@@ -1,6 +1,7 @@
 import { and, eq, gt, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { authSessions } from "../db/index.ts";
+import type { AccessChanges } from "./access-changes.ts";
 import { randomToken, sha256Hex } from "./ids.ts";
 
 /** The name of the login cookie. */
@@ -31,7 +32,8 @@ export class AuthSessions {
   constructor(
     private readonly db: Db,
     private readonly ttlMs: number,
-    private readonly now: () => number = Date.now,
+    private readonly now: () => number,
+    private readonly changes: AccessChanges,
   ) {
     this.#live = db
       .select()
@@ -60,11 +62,13 @@ export class AuthSessions {
   async destroy(token: string | undefined): Promise<void> {
     if (!token) return;
     this.db.delete(authSessions).where(eq(authSessions.id, await sha256Hex(token))).run();
+    this.changes.notify();
   }
 
   /** Switch a session's active project. */
   setProject(sessionId: string, projectId: string): void {
     this.db.update(authSessions).set({ projectId }).where(eq(authSessions.id, sessionId)).run();
+    this.changes.notify();
   }
 
   #purgeExpired(): void {

@@ -1,4 +1,5 @@
 import type { Db } from "../db/index.ts";
+import { AccessChanges } from "./access-changes.ts";
 import { Agents } from "./agents.ts";
 import { Audit } from "./audit.ts";
 import { AuthSessions } from "./auth-sessions.ts";
@@ -21,6 +22,8 @@ export interface Platform {
   audit: Audit;
   secrets: Secrets;
   callers: CallerResolver;
+  /** Changes to grants, memberships, sign-ins and sources, for whoever holds access open. */
+  accessChanges: AccessChanges;
   startedAt: number;
 }
 
@@ -36,9 +39,10 @@ export interface PlatformOptions {
 export function createPlatform(options: PlatformOptions): Platform {
   const { db, now = Date.now } = options;
   const users = new Users(db);
-  const sessions = new AuthSessions(db, options.sessionTtlMs, now);
-  const projects = new Projects(db);
-  const roles = new Roles(db);
+  const accessChanges = new AccessChanges();
+  const sessions = new AuthSessions(db, options.sessionTtlMs, now, accessChanges);
+  const projects = new Projects(db, accessChanges);
+  const roles = new Roles(db, accessChanges);
   const agents = new Agents(db);
   return {
     db,
@@ -51,6 +55,7 @@ export function createPlatform(options: PlatformOptions): Platform {
     audit: new Audit(db, now),
     secrets: new Secrets(db, options.secretKey),
     callers: new CallerResolver({ users, sessions, projects, roles, agents }),
+    accessChanges,
     startedAt: now(),
   };
 }

@@ -1,6 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { members, projects, roleFeatures, roles } from "../db/index.ts";
+import type { AccessChanges } from "./access-changes.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
 import { BUILTIN_ROLES, DEFAULT_GRANTS } from "./features.ts";
 import { newId } from "./ids.ts";
@@ -27,7 +28,10 @@ export class Projects {
   readonly #byId;
   readonly #roleOf;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly changes: AccessChanges,
+  ) {
     this.#byId = db.select().from(projects).where(eq(projects.id, sql.placeholder("id"))).prepare();
     this.#roleOf = db
       .select({ role: members.role })
@@ -81,6 +85,7 @@ export class Projects {
       .values({ projectId, userId, role, createdAt: Date.now() })
       .onConflictDoUpdate({ target: [members.projectId, members.userId], set: { role } })
       .run();
+    this.changes.notify();
   }
 
   /** The role a user holds in a project, or null when not a member. */

@@ -1,6 +1,7 @@
 import { and, eq, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { packageAccess, roleFeatures, roles } from "../db/index.ts";
+import type { AccessChanges } from "./access-changes.ts";
 import { badRequest, conflict, forbidden, notFound } from "./errors.ts";
 import { hasFeature, isFeatureName, isRoleName, WILDCARD } from "./features.ts";
 
@@ -17,7 +18,10 @@ export class Roles {
   readonly #grants;
   readonly #accessFeature;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly changes: AccessChanges,
+  ) {
     this.#grants = db
       .select({ feature: roleFeatures.feature })
       .from(roleFeatures)
@@ -65,6 +69,7 @@ export class Roles {
     if (feature === WILDCARD) throw forbidden("wildcard_owner_only", `Cannot grant "${WILDCARD}": only the owner role holds every feature; grant features by name`);
     requireHeld(grantor, feature, "grant");
     this.db.insert(roleFeatures).values({ projectId, role, feature }).onConflictDoNothing().run();
+    this.changes.notify();
   }
 
   /** Take a feature away from a role (idempotent); `grantor` as for `grant`. */
@@ -75,6 +80,7 @@ export class Roles {
       .delete(roleFeatures)
       .where(and(eq(roleFeatures.projectId, projectId), eq(roleFeatures.role, role), eq(roleFeatures.feature, feature)))
       .run();
+    this.changes.notify();
   }
 
   /** The features granted to a role. */
@@ -90,6 +96,7 @@ export class Roles {
       .values({ projectId, packageSlug, feature })
       .onConflictDoUpdate({ target: [packageAccess.projectId, packageAccess.packageSlug], set: { feature } })
       .run();
+    this.changes.notify();
   }
 
   /** Detach the package-access feature: every role sees the package again. */
@@ -98,6 +105,7 @@ export class Roles {
       .delete(packageAccess)
       .where(and(eq(packageAccess.projectId, projectId), eq(packageAccess.packageSlug, packageSlug)))
       .run();
+    this.changes.notify();
   }
 
   /** Whether grants see a package: none of its features is attached, or the grants hold it. */

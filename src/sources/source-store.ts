@@ -2,7 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { realpathSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { sourceRules, sources, type Db } from "../db/index.ts";
-import { badRequest, conflict, newId, notFound } from "../platform/index.ts";
+import { badRequest, conflict, newId, notFound, type AccessChanges } from "../platform/index.ts";
 import { parsePerms } from "./permissions.ts";
 import { normalizeSubpath, type PolicyRule } from "./policy.ts";
 
@@ -52,7 +52,14 @@ export class SourceStore {
   readonly #bySlug;
   readonly #rules;
 
-  constructor(private readonly db: Db) {
+  /**
+   * `changes` hears of every change that can narrow a session (rules, enabled,
+   * running); the CLI, another process, has no one to tell and passes none.
+   */
+  constructor(
+    private readonly db: Db,
+    private readonly changes?: AccessChanges,
+  ) {
     this.#bySlug = db.select().from(sources).where(and(eq(sources.projectId, sql.placeholder("projectId")), eq(sources.slug, sql.placeholder("slug")))).prepare();
     this.#rules = db.select().from(sourceRules).where(eq(sourceRules.sourceId, sql.placeholder("sourceId"))).prepare();
   }
@@ -104,6 +111,7 @@ export class SourceStore {
   setEnabled(projectId: string, slug: string, enabled: boolean): Source {
     const source = this.require(projectId, slug);
     this.db.update(sources).set({ enabled }).where(eq(sources.id, source.id)).run();
+    this.changes?.notify();
     return { ...source, enabled };
   }
 
@@ -111,6 +119,7 @@ export class SourceStore {
   setRunning(projectId: string, slug: string, running: boolean): Source {
     const source = this.require(projectId, slug);
     this.db.update(sources).set({ running }).where(eq(sources.id, source.id)).run();
+    this.changes?.notify();
     return { ...source, running };
   }
 
@@ -122,13 +131,15 @@ export class SourceStore {
     if (path === null) throw badRequest("invalid_path", `Cannot add rule: "${rule.path}" leaves the source root`);
     const row = { sourceId: source.id, subjectKind: rule.subjectKind, subject: rule.subject, path, effect: rule.effect, perms, seeded: rule.seeded ?? false, createdAt: Date.now() };
     const inserted = this.db.insert(sourceRules).values(row).returning({ id: sourceRules.id }).get();
+    // A deny rule narrows as much as a removed allow rule.
+    this.changes?.notify();
     return { id: inserted.id, ...row };
   }
 
   /**
    * Remove one rule of a source; 404 `rule_not_found` when the source has no
-   * rule with that id. Sessions opened under the rule are re-checked at their
-   * next keystroke, reattach or exec, like any narrowing.
+   * rule with that id. Sessions opened under the rule are re-checked at once
+   * (their open views), and at their next keystroke, reattach or exec.
    */
   removeRule(source: Source, ruleId: number): SourceRule {
     const removed = this.db
@@ -137,6 +148,7 @@ export class SourceStore {
       .returning()
       .get();
     if (!removed) throw notFound("rule_not_found", `Cannot find rule ${ruleId} on source "${source.slug}"`);
+    this.changes?.notify();
     return removed as SourceRule;
   }
 

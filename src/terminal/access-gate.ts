@@ -16,6 +16,16 @@ export class AccessGate {
     this.#queue = this.#queue.then(() => decision).then((allowed) => allowed && action());
   }
 
+  /**
+   * Decide again, now or once a decision under way is done (it may have read
+   * the state from before a change), whether or not anything waits on it.
+   */
+  recheck(): void {
+    const underWay = this.#pending;
+    if (underWay) void underWay.finally(() => this.run(() => {}));
+    else this.run(() => {});
+  }
+
   #decide(): Promise<boolean> {
     return this.decide()
       // A decision that failed is a denial: fail closed, and keep the queue usable.

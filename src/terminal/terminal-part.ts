@@ -90,7 +90,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
         detail: { reason, sessionUserId: session.key.userId },
       }),
   });
-  const store = new SourceStore(platform.db);
+  const store = new SourceStore(platform.db, platform.accessChanges);
   const destinations = new SourceDestinations({
     store,
     osMounts: options.osMounts,

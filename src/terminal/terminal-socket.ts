@@ -107,10 +107,13 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
     }
     return true;
   });
+  // A change made in this process (a revoke, a logout, a rule) is decided on at once; the timer catches the CLI's.
+  const stopHearing = platform.accessChanges.subscribe(() => gate.recheck());
   const recheck = setInterval(() => gate.run(() => {}), options.accessRecheckMs ?? ACCESS_RECHECK_MS);
   recheck.unref?.();
   ws.on("message", (data, isBinary) => onMessage(session, view, ws, gate, isBinary ? null : data.toString()));
   ws.on("close", () => {
+    stopHearing();
     clearInterval(recheck);
     session.detach(view);
     audit(platform, caller, session, "detach");

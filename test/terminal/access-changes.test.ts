@@ -65,6 +65,35 @@ describe("a connected view whose access changes", () => {
     expect(await terminal.closed).toBe(4401);
   });
 
+  describe("that only watches is closed at once by a change made through the API, with no periodic re-check to wait for", () => {
+    /** A world whose periodic re-check never comes during a test: only the change itself can close a view. */
+    const noPeriodicRecheck = () => startWorld({}, { accessRecheckMs: 3_600_000 });
+
+    test("its supervisor's terminal.supervise revoked by the owner: 4404", async () => {
+      await using world = await noPeriodicRecheck();
+      const { project, member, admin } = await sessionAnAdminSupervises(world);
+      const owner = await world.signedIn(project, "owner");
+      const supervisor = await attached(world, admin, "s", { userId: member.user.id });
+      expect((await owner.client.delete("/api/roles/admin/features/terminal.supervise")).status).toBe(200);
+      expect(await supervisor.closed).toBe(4404);
+    });
+
+    test("its user signed out in another tab: 4401", async () => {
+      await using world = await noPeriodicRecheck();
+      const { member, terminal } = await memberAttachedToDocs(world);
+      expect((await member.client.post("/api/auth/logout", {})).status).toBe(200);
+      expect(await terminal.closed).toBe(4401);
+    });
+
+    test("its session's source disabled by an admin: 4403", async () => {
+      await using world = await noPeriodicRecheck();
+      const { project, terminal } = await memberAttachedToDocs(world);
+      const admin = await world.signedIn(project, "admin");
+      expect((await admin.client.patch("/api/sources/docs", { enabled: false })).status).toBe(200);
+      expect(await terminal.closed).toBe(4403);
+    });
+  });
+
   test("becomes read-only once its user lost core.execute: it is told so, the lease passes on and its keys are dropped", async () => {
     await using world = await startWorld();
     const { project, member, admin } = await sessionAnAdminSupervises(world);
