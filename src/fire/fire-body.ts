@@ -1,4 +1,4 @@
-import { badRequest } from "../platform/index.ts";
+import { badRequest, isJsonContentType } from "../platform/index.ts";
 import { checkFireText } from "../workflows/index.ts";
 
 /**
@@ -17,8 +17,7 @@ export async function readFireText(request: Request): Promise<string | null> {
   const raw = await readCappedBody(request);
   // Only nothing at all is "no body": whitespace sent as JSON is not a JSON document (JSON.parse refuses it too).
   if (raw === "") return null;
-  const type = request.headers.get("content-type") ?? "";
-  if (!/^application\/json\b/i.test(type.trim())) {
+  if (!isJsonContentType(request.headers)) {
     throw badRequest("invalid_content_type", 'Cannot fire: send the body as "Content-Type: application/json"');
   }
   let body: unknown;

@@ -15,10 +15,14 @@ import { unsupportedMediaType } from "./errors.ts";
  */
 export function requireJsonBody({ request }: { request: Request }): void {
   if (!hasBody(request.headers)) return;
-  const type = request.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/json") {
+  if (!isJsonContentType(request.headers)) {
     throw unsupportedMediaType('The request body must be JSON: send it as "Content-Type: application/json"');
   }
+}
+
+/** Whether the headers label the body `application/json` (with parameters such as `charset`, and nothing else such as `application/json-patch+json`). */
+export function isJsonContentType(headers: Headers): boolean {
+  return headers.get("content-type")?.split(";")[0]?.trim().toLowerCase() === "application/json";
 }
 
 /** Whether the request says it carries a body (a length above zero, or chunks). */

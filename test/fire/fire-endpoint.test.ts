@@ -121,6 +121,7 @@ describe("the fire endpoint", () => {
       [{ text: "x".repeat(4001) }, "text_too_long"],
       [{ text: "😀".repeat(4001) }, "text_too_long"],
       [JSON.stringify({ text: "hi" }), "invalid_content_type", { "content-type": "text/plain" }],
+      [JSON.stringify({ text: "hi" }), "invalid_content_type", { "content-type": "application/json-patch+json" }],
       [JSON.stringify({ text: "y".repeat(70_000) }), "body_too_large"],
     ];
     for (const [body, code, headers] of cases) {
