@@ -90,13 +90,17 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
   audit(platform, caller, session, "attach");
   // Access is decided again before input, resize and take control, and every accessRecheckMs for a view that only watches:
   // a user logged out, removed, demoted or narrowed loses the view as a fresh connect would be refused.
+  // Set once access is lost: the close is under way, and a decision made meanwhile (a change notified, a key) must not audit it twice.
+  let lost = false;
   const gate = new AccessGate(async () => {
-    if (view.closed || session.destroyed) return false;
+    if (lost || view.closed || session.destroyed) return false;
     const now = await decideViewAccess(platform, terminal, upgrade).catch((error: unknown) => {
       console.error("hatch: could not re-check a terminal connection's access", error);
       return { allowed: false as const, code: 1011, reason: "" };
     });
     if (!now.allowed || now.session !== session) {
+      if (lost) return false;
+      lost = true;
       audit(platform, caller, session, "access_lost");
       ws.close(now.allowed ? CLOSE.notFound : now.code, now.allowed ? "" : now.reason);
       return false;
