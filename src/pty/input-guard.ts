@@ -4,8 +4,9 @@ import { Blocklist, type BlocklistOptions, type LineVerdict } from "./blocklist.
  * Line-buffered input screening in front of a PTY. Keystrokes stay
  * interactive: every byte but a line terminator goes to the PTY at once, so
  * the shell echoes as the user types. Only when a line completes (Enter, a
- * newline inside a paste, Ctrl+O, Ctrl+X Ctrl+E, Esc v) is it checked, before
- * its terminator is sent. A blocked line is never terminated: it is wiped instead.
+ * newline inside a paste, Ctrl+O, Ctrl+X Ctrl+E) is it checked, before its
+ * terminator is sent; vi mode's Esc v, which runs the line too, is checked
+ * before its v is sent. A blocked line is never terminated: it is wiped instead.
  *
  * The locally typed buffer is the truth only for plain typing. After arrow
  * keys, Tab, Ctrl+R and the like the shell's line differs from what was typed,
@@ -44,8 +45,6 @@ export interface InputGuardOptions extends BlocklistOptions {
 export const LINE_KILL = "\x05\x15";
 /** Ctrl+G: readline's abort, which cancels a pending prefix key such as Ctrl+X. */
 const ABORT_KEY = "\x07";
-/** vi command mode's append-at-end-of-line. */
-const VI_APPEND = "A";
 const ESCAPE = "\x1b";
 /**
  * How long an edited line waits for the shell's echo to reach the mirror.
@@ -168,11 +167,11 @@ export class InputGuard {
   }
 
   #step(c: string): Promise<void> | undefined {
-    // Esc then v: vi mode's edit-and-execute-command, which runs the line (as Alt+v it is unbound in emacs mode).
+    // Esc then v: vi mode's edit-and-execute-command, which runs the line through $VISUAL with no Enter.
     if (this.#escape === ESCAPE && c === "v" && !this.#inPaste) {
       this.#escape = null;
       this.#edited = true;
-      return this.#complete(c);
+      return this.#guardEditAndExecute(c);
     }
     if (this.#escape !== null && this.#continueEscape(c)) return undefined;
     const editAndExecute = c === "\x05" && this.#afterCtrlX;
@@ -228,18 +227,38 @@ export class InputGuard {
 
   /** A line is complete: check it, then forward `terminator` or wipe the line. */
   #complete(terminator: string, { keepLine = false } = {}): Promise<void> | undefined {
+    return whenJudged(this.#judge(), ([verdict, line]) => this.#decide(terminator, verdict, line, keepLine));
+  }
+
+  /**
+   * Esc v: in vi's command mode it runs the line through $VISUAL, in emacs mode
+   * (Alt+v) bash does nothing and the line stays. So the line is checked before
+   * the v goes but does not end. Blocked, the v is withheld and nothing is sent
+   * in its place: after the Esc the shell reads the next key as part of it (in
+   * zsh Esc A would run the line), so no wipe is safe. The line stays marked
+   * edited either way, so its Enter is checked against the screen.
+   */
+  #guardEditAndExecute(key: string): Promise<void> | undefined {
+    return whenJudged(this.#judge(), ([verdict, line]) => {
+      if (this.#closed) return;
+      if (!verdict.blocked) return this.#options.forward(key);
+      this.#reset({ clearContinuation: false });
+      this.#edited = true;
+      this.#options.onBlocked(verdict.reason, line);
+    });
+  }
+
+  /** The verdict on the line as it stands: at once for plain typing, once the screen settled for an edited line. */
+  #judge(): Judgement | Promise<Judgement> {
     this.#flush();
     const typed = this.#continued + this.#buffer;
-    if (this.#overflow || this.#continued.length > MAX_CONTINUED_CHARS) return this.#decide(terminator, { blocked: true, reason: "line too long to screen" }, typed, keepLine);
+    if (this.#overflow || this.#continued.length > MAX_CONTINUED_CHARS) return [{ blocked: true, reason: "line too long to screen" }, typed];
     // A paste carries line-edit keys literally, but a reader without readline (dash, bash --noediting)
     // gets them in cooked mode, where the tty applies them: check the line as both would read it.
     const cooked = applyLineEdits(typed);
     const readings = cooked === typed ? [typed] : [typed, cooked];
-    if (!this.#edited || this.#options.fullScreen?.()) {
-      const [verdict, line] = this.#firstBlocked(readings, typed);
-      return this.#decide(terminator, verdict, line, keepLine);
-    }
-    return this.#screenEdited(typed, readings).then(([verdict, line]) => this.#decide(terminator, verdict, line, keepLine));
+    if (!this.#edited || this.#options.fullScreen?.()) return this.#firstBlocked(readings, typed);
+    return this.#screenEdited(typed, readings);
   }
 
   /** Check what was typed and what the screen shows, once the shell's echo has arrived. */
@@ -265,9 +284,7 @@ export class InputGuard {
       // Inside a bracketed paste the shell inserts control keys literally, so
       // close the paste, wipe, and reopen it for the rest of the pasted text.
       // After Ctrl+X the wipe's own Ctrl+E would run the line: Ctrl+G cancels the prefix first.
-      // After Esc v the shell may be in vi's command mode: A enters insert mode at the line's end first (in emacs
-      // mode it is inserted and killed with the rest).
-      const wipe = terminator === "\x05" ? ABORT_KEY + LINE_KILL : terminator === "v" ? VI_APPEND + LINE_KILL : LINE_KILL;
+      const wipe = terminator === "\x05" ? ABORT_KEY + LINE_KILL : LINE_KILL;
       this.#options.forward(this.#inPaste ? PASTE_END + wipe + PASTE_START : wipe);
       // A blocked continuation line keeps its prefix, so retyping the tail alone is still caught.
       this.#reset({ clearContinuation: false });
@@ -298,6 +315,16 @@ export class InputGuard {
     this.#out = "";
     this.#options.forward(out);
   }
+}
+
+/** A verdict and the reading of the line it is about. */
+type Judgement = [LineVerdict, string];
+
+/** Apply `then` to a judgement now, or once it is ready. */
+function whenJudged(judged: Judgement | Promise<Judgement>, then: (judgement: Judgement) => void): Promise<void> | undefined {
+  if (judged instanceof Promise) return judged.then(then);
+  then(judged);
+  return undefined;
 }
 
 /** Where a command may begin on a screen line that starts with a prompt. */

@@ -195,6 +195,31 @@ describe("lines the shell edited (history, completion, search)", () => {
 });
 
 describe("lines run without Enter, lines typed elsewhere, and a closed view", () => {
+  test("Esc v (vi's edit-and-execute) is checked before its v goes: a blocked line gets nothing after the Esc, and stays checked on the screen", async () => {
+    const h = harness();
+    h.screen.line = "% rm -rf /";
+    await h.guard.push("rm -rf /");
+    await h.guard.push("\x1b");
+    await h.guard.push("v");
+    expect(h.blocked.map((b) => b.reason)).toEqual(["recursive delete of /"]);
+    // The Esc already reached the shell, which reads the next key with it (zsh's Esc A runs the line): no wipe follows.
+    expect(h.pty()).toBe("rm -rf /\x1b");
+    await h.guard.push("\r");
+    expect(h.blocked).toHaveLength(2);
+    expect(h.pty()).toBe("rm -rf /\x1b" + LINE_KILL);
+  });
+
+  test("Esc v allowed (in emacs mode Alt+v is unbound and the line stays) forwards the v and leaves the next Enter checked against the screen", async () => {
+    const h = harness();
+    h.screen.line = "$ cat /etc/sh";
+    await h.guard.push("cat /etc/sh\x1bv");
+    expect(h.blocked).toEqual([]);
+    expect(h.pty()).toBe("cat /etc/sh\x1bv");
+    h.screen.line = "$ cat /etc/shadow";
+    await h.guard.push("adow\r");
+    expect(h.blocked.map((b) => b.reason)).toEqual(["access to the password hashes (/etc/shadow)"]);
+  });
+
   test("Ctrl+X Ctrl+E (edit-and-execute) ends a line: it is checked, and a blocked one is wiped after Ctrl+G cancels the prefix", async () => {
     const h = harness();
     h.screen.line = "$ rm -rf /";

@@ -200,7 +200,28 @@ describe("line-buffered input screening", () => {
     terminal.type("\x1b");
     terminal.type("v");
     await terminal.control("blocked");
-    // The wipe leaves an empty line in insert mode: the next command runs as typed.
+    // The v was withheld and the line left as it is: an Enter on it is checked against the screen and refused too.
+    terminal.type("\r");
+    await terminal.control("blocked", (c) => c !== terminal.controls.find((f) => f.type === "blocked"));
+    // S (vi's substitute-line) replaces it; the next command runs.
+    await runAndSee(terminal, "Secho after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("Alt+v in emacs mode (unbound: the line stays) does not end the line for the guard", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    const marker = join(world.tempDir("marker"), "alt-v-split-ran");
+    await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
+    terminal.type(`touch ${marker}; cat /etc/sh`);
+    await terminal.sees("/etc/sh");
+    // Checked at the v ("…/etc/sh" is allowed); the rest is typed onto the same line, whose Enter is checked on the screen.
+    terminal.type("\x1bv");
+    await Bun.sleep(ECHO_WAIT_MS + 100);
+    terminal.type("adow > /dev/null\r");
+    await terminal.control("blocked");
     await runAndSee(terminal, "echo after-$((6*7))", "after-42");
     expect(existsSync(marker)).toBe(false);
   });
