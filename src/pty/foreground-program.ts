@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, readlinkSync } from "node:fs";
 import { basename } from "node:path";
 
 /**
@@ -14,22 +14,24 @@ import { basename } from "node:path";
  */
 
 /**
- * Program names (`comm`) of the shells a user reads a command line in. The
- * session's own shell is added by the caller, so a shell not listed here (or
- * renamed by the operator) still counts when the session started it.
+ * File names of the shells a user reads a command line in. The session's own
+ * shell is added by the caller, so a shell not listed here (or installed under
+ * another name by the operator) still counts when the session started it.
  */
 export const SHELL_NAMES: ReadonlySet<string> = new Set([
   "sh", "bash", "rbash", "dash", "ash", "busybox", "zsh", "fish", "ksh", "ksh93", "mksh", "pdksh", "oksh", "loksh",
   "yash", "posh", "tcsh", "csh", "elvish", "nu", "xonsh", "pwsh",
 ]);
 
-/** The kernel keeps 15 characters of a program's name (TASK_COMM_LEN less its NUL). */
-const COMM_CHARS = 15;
-
 /**
  * True when a shell leads the foreground of the terminal `pid` is attached to,
  * false when another program does, null when the kernel cannot tell (no /proc,
  * no controlling terminal, the process is gone).
+ *
+ * The program is the file the leader runs (`/proc/<pid>/exe`), not its name:
+ * a process renames itself with one write to `/proc/self/comm`, and a symlink
+ * named `vim` still runs bash. A copy of a shell under another name is not
+ * recognised; the screening this serves is best-effort.
  *
  * @example
  * shellInForeground(session.pid, "/bin/bash") // true at the prompt, false under vim
@@ -37,9 +39,14 @@ const COMM_CHARS = 15;
 export function shellInForeground(pid: number, ownShell: string): boolean | null {
   const leader = foregroundGroup(pid);
   if (leader === null) return null;
-  const name = readProc(`/proc/${leader}/comm`)?.trimEnd();
-  if (name === undefined) return null;
-  return SHELL_NAMES.has(name) || name === basename(ownShell).slice(0, COMM_CHARS);
+  let program: string;
+  try {
+    program = readlinkSync(`/proc/${leader}/exe`).replace(/ \(deleted\)$/, "");
+  } catch {
+    return null;
+  }
+  const name = basename(program);
+  return SHELL_NAMES.has(name) || name === basename(ownShell);
 }
 
 /** The foreground process group of `pid`'s controlling terminal (`tpgid`), or null. */

@@ -201,8 +201,8 @@ export class PtySession {
       // Pasted image paths point into scratch, which lives inside the protected data dir.
       allowedPaths: [this.options.scratch.path],
       // In a full-screen app the cursor line is the editor's, not a shell command. The output alone cannot say
-      // so (`printf '\e[?1049h'` at the prompt): a shell leading the terminal's foreground is still a shell.
-      fullScreen: () => this.mirror.fullScreen && shellInForeground(this.#process.pid, this.options.launch.argv[0] ?? "") !== true,
+      // so (`printf '\e[?1049h'` at the prompt): only a program the kernel says is not a shell is trusted to be one.
+      fullScreen: () => this.mirror.fullScreen && shellInForeground(this.#process.pid, this.options.launch.argv[0] ?? "") === false,
     });
     this.#guards.set(view, { guard, bucket: new TokenBucket(this.options.inputBucket) });
     return view;

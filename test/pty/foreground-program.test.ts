@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { shellInForeground } from "../../src/pty/foreground-program.ts";
@@ -30,8 +30,8 @@ test("at the prompt the shell leads the terminal's foreground; under a program i
   try {
     await run(shell, "echo ready-$((1+1))", "ready-2");
     expect(shellInForeground(shell.pty.pid, "/bin/bash")).toBe(true);
-    // The alternate screen changes nothing the kernel knows.
-    await run(shell, "printf '\\e[?1049h'; echo alt-$((2+2))", "alt-4");
+    // The alternate screen changes nothing the kernel knows, nor does a new name.
+    await run(shell, "printf '\\e[?1049h'; printf vim > /proc/$$/comm; echo alt-$((2+2))", "alt-4");
     expect(shellInForeground(shell.pty.pid, "/bin/bash")).toBe(true);
     shell.pty.write("sleep 30\r");
     await waitFor(() => shellInForeground(shell.pty.pid, "/bin/bash") === false, "sleep to take the foreground");
@@ -39,6 +39,20 @@ test("at the prompt the shell leads the terminal's foreground; under a program i
     await waitFor(() => shellInForeground(shell.pty.pid, "/bin/bash") === true, "the shell to take the foreground back");
   } finally {
     shell.pty.kill("SIGKILL");
+  }
+});
+
+test("a shell started through a symlink named like an editor is still a shell", async () => {
+  const dir = mkdtempSync(join(tmpdir(), "hatch-fg-"));
+  const shell = shellOnPty("/bin/bash");
+  try {
+    symlinkSync("/bin/bash", join(dir, "vim"));
+    await run(shell, `exec ${dir}/vim --norc --noprofile -i`, "$ ");
+    await run(shell, "echo in-$((2+5))", "in-7");
+    expect(shellInForeground(shell.pty.pid, "/bin/bash")).toBe(true);
+  } finally {
+    shell.pty.kill("SIGKILL");
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -155,6 +155,19 @@ describe("line-buffered input screening", () => {
       expect(existsSync(marker)).toBe(false);
     });
 
+    test("that renamed itself (/proc/self/comm says vim)", async () => {
+      await using world = await startWorld();
+      const owner = await world.signedIn(await world.project(), "owner");
+      await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+      const terminal = await attached(world, owner, "s");
+      const marker = join(world.tempDir("marker"), "renamed-shell-ran");
+      await runAndSee(terminal, "printf vim > /proc/$$/comm; echo renamed-$((1+1))", "renamed-2");
+      await runKilledAndYankedLine(terminal, marker);
+      await terminal.control("blocked");
+      await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+      expect(existsSync(marker)).toBe(false);
+    });
+
     test("on a confined source tab", async () => {
       await using world = await startWorld();
       const project = await world.project();
