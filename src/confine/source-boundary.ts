@@ -5,7 +5,7 @@
  * spawn, so a path is only trusted when every hop stays inside.
  */
 import { lstatSync, readlinkSync, realpathSync } from "node:fs";
-import { dirname, isAbsolute, relative } from "node:path";
+import { dirname, isAbsolute, normalize, relative } from "node:path";
 import { rootInvalid } from "./confine-errors.ts";
 import { isWithin } from "./landlock-rules.ts";
 
@@ -17,7 +17,8 @@ const parts = (path: string) => path.split("/").filter((p) => p !== "" && p !== 
 
 /**
  * The real path of `path`, which must lie inside `boundary` after every hop;
- * throws `root_invalid` otherwise (also when it does not exist).
+ * throws `root_invalid` otherwise (also when it does not exist, or when the
+ * boundary itself is no longer its own real path).
  *
  * `path` may be written under the boundary as given or under its real path.
  *
@@ -27,6 +28,11 @@ const parts = (path: string) => path.split("/").filter((p) => p !== "" && p !== 
  */
 export function resolveWithinBoundary(boundary: string, path: string): string {
   const base = realOrRefuse(boundary, "source boundary");
+  // The boundary is a source's root, checked to be its own real path when the session was asked for; a symlink in
+  // its place now was put there since, by someone who can write its parent, to aim the sandbox elsewhere.
+  if (base !== normalize(boundary).replace(/(.)\/$/, "$1")) {
+    throw rootInvalid(`Cannot use the source "${boundary}": it is reached through a symlink now`, { path: boundary });
+  }
   const given = isWithin(path, boundary) ? relative(boundary, path) : isWithin(path, base) ? relative(base, path) : null;
   if (!isAbsolute(path) || given === null) throw outside(path, boundary);
 

@@ -148,6 +148,14 @@ describe("refused roots (root_invalid, before anything is spawned)", () => {
     expect(refusal(() => planConfinedCommand(spec, LINUX, { helper }))).toEqual({ code: "root_invalid", status: 400 });
   });
 
+  test("a source boundary that is a symlink now (a root swapped for a link after the create-time check)", async () => {
+    await using sb = await layout();
+    const swapped = join(sb.root, "inner");
+    symlinkSync(sb.visible, swapped);
+    const spec = { ...sb.spec(), roots: [{ path: swapped, write: true }], sourceBoundary: swapped, cwd: swapped };
+    expect(refusal(() => planConfinedCommand(spec, LINUX, { helper }))).toEqual({ code: "root_invalid", status: 400 });
+  });
+
   test("a writable root at or inside a never-writable path (the service's own install)", async () => {
     await using sb = await layout();
     mkdirSync(join(sb.root, "inner"));
