@@ -61,14 +61,14 @@ export class AuthSessions {
   /** End the session behind a cookie value, if any. */
   async destroy(token: string | undefined): Promise<void> {
     if (!token) return;
-    this.db.delete(authSessions).where(eq(authSessions.id, await sha256Hex(token))).run();
-    this.changes.notify();
+    const ended = this.db.delete(authSessions).where(eq(authSessions.id, await sha256Hex(token))).returning({ userId: authSessions.userId }).get();
+    if (ended) this.changes.notify({ userId: ended.userId });
   }
 
   /** Switch a session's active project. */
   setProject(sessionId: string, projectId: string): void {
-    this.db.update(authSessions).set({ projectId }).where(eq(authSessions.id, sessionId)).run();
-    this.changes.notify();
+    const switched = this.db.update(authSessions).set({ projectId }).where(eq(authSessions.id, sessionId)).returning({ userId: authSessions.userId }).get();
+    if (switched) this.changes.notify({ userId: switched.userId });
   }
 
   #purgeExpired(): void {

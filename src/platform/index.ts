@@ -10,7 +10,7 @@ export { HatchError, badRequest, conflict, forbidden, notFound, requireObjectBod
 export { isJsonContentType, requireJsonBody } from "./json-body.ts";
 export { AGENT_PACKAGE, BUILTIN_ROLES, DEFAULT_GRANTS, FEATURES, WILDCARD, hasFeature, isFeatureName } from "./features.ts";
 export { constantTimeEqual, newId, randomToken, sha256Hex } from "./ids.ts";
-export { AccessChanges } from "./access-changes.ts";
+export { AccessChanges, touches, type AccessScope } from "./access-changes.ts";
 export { createPlatform, type Platform, type PlatformOptions } from "./platform.ts";
 export { DEFAULT_LOGIN_THROTTLE, LoginThrottle, type LoginThrottleOptions } from "./login-throttle.ts";
 export { Projects, type Project } from "./projects.ts";

@@ -85,7 +85,7 @@ export class Projects {
       .values({ projectId, userId, role, createdAt: Date.now() })
       .onConflictDoUpdate({ target: [members.projectId, members.userId], set: { role } })
       .run();
-    this.changes.notify();
+    this.changes.notify({ projectId });
   }
 
   /** The role a user holds in a project, or null when not a member. */

@@ -69,7 +69,7 @@ export class Roles {
     if (feature === WILDCARD) throw forbidden("wildcard_owner_only", `Cannot grant "${WILDCARD}": only the owner role holds every feature; grant features by name`);
     requireHeld(grantor, feature, "grant");
     this.db.insert(roleFeatures).values({ projectId, role, feature }).onConflictDoNothing().run();
-    this.changes.notify();
+    this.changes.notify({ projectId });
   }
 
   /** Take a feature away from a role (idempotent); `grantor` as for `grant`. */
@@ -80,7 +80,7 @@ export class Roles {
       .delete(roleFeatures)
       .where(and(eq(roleFeatures.projectId, projectId), eq(roleFeatures.role, role), eq(roleFeatures.feature, feature)))
       .run();
-    this.changes.notify();
+    this.changes.notify({ projectId });
   }
 
   /** The features granted to a role. */
@@ -96,7 +96,7 @@ export class Roles {
       .values({ projectId, packageSlug, feature })
       .onConflictDoUpdate({ target: [packageAccess.projectId, packageAccess.packageSlug], set: { feature } })
       .run();
-    this.changes.notify();
+    this.changes.notify({ projectId });
   }
 
   /** Detach the package-access feature: every role sees the package again. */
@@ -105,7 +105,7 @@ export class Roles {
       .delete(packageAccess)
       .where(and(eq(packageAccess.projectId, projectId), eq(packageAccess.packageSlug, packageSlug)))
       .run();
-    this.changes.notify();
+    this.changes.notify({ projectId });
   }
 
   /** Whether grants see a package: none of its features is attached, or the grants hold it. */

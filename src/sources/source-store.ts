@@ -111,7 +111,7 @@ export class SourceStore {
   setEnabled(projectId: string, slug: string, enabled: boolean): Source {
     const source = this.require(projectId, slug);
     this.db.update(sources).set({ enabled }).where(eq(sources.id, source.id)).run();
-    this.changes?.notify();
+    this.changes?.notify({ projectId: source.projectId });
     return { ...source, enabled };
   }
 
@@ -119,7 +119,7 @@ export class SourceStore {
   setRunning(projectId: string, slug: string, running: boolean): Source {
     const source = this.require(projectId, slug);
     this.db.update(sources).set({ running }).where(eq(sources.id, source.id)).run();
-    this.changes?.notify();
+    this.changes?.notify({ projectId: source.projectId });
     return { ...source, running };
   }
 
@@ -132,7 +132,7 @@ export class SourceStore {
     const row = { sourceId: source.id, subjectKind: rule.subjectKind, subject: rule.subject, path, effect: rule.effect, perms, seeded: rule.seeded ?? false, createdAt: Date.now() };
     const inserted = this.db.insert(sourceRules).values(row).returning({ id: sourceRules.id }).get();
     // A deny rule narrows as much as a removed allow rule.
-    this.changes?.notify();
+    this.changes?.notify({ projectId: source.projectId });
     return { id: inserted.id, ...row };
   }
 
@@ -148,7 +148,7 @@ export class SourceStore {
       .returning()
       .get();
     if (!removed) throw notFound("rule_not_found", `Cannot find rule ${ruleId} on source "${source.slug}"`);
-    this.changes?.notify();
+    this.changes?.notify({ projectId: source.projectId });
     return removed as SourceRule;
   }
 

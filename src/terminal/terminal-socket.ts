@@ -3,7 +3,7 @@ import { Type } from "@sinclair/typebox";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { HatchError, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { HatchError, touches, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
 import type { OriginPolicy } from "./origin-policy.ts";
 import type { RejectionLog } from "./rejection-log.ts";
@@ -112,7 +112,9 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
     return true;
   });
   // A change made in this process (a revoke, a logout, a rule) is decided on at once; the timer catches the CLI's.
-  const stopHearing = platform.accessChanges.subscribe(() => gate.recheck());
+  const stopHearing = platform.accessChanges.subscribe((scope) => {
+    if (touches(scope, { userId: caller.user.id, projectId: caller.project.id })) gate.recheck();
+  });
   const recheck = setInterval(() => gate.run(() => {}), options.accessRecheckMs ?? ACCESS_RECHECK_MS);
   recheck.unref?.();
   ws.on("message", (data, isBinary) => onMessage(session, view, ws, gate, isBinary ? null : data.toString()));

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
@@ -92,6 +92,24 @@ describe("a connected view whose access changes", () => {
       expect((await admin.client.patch("/api/sources/docs", { enabled: false })).status).toBe(200);
       expect(await terminal.closed).toBe(4403);
     });
+  });
+
+  test("decides again only for changes that can touch it: another project's user switching projects costs it nothing", async () => {
+    await using world = await startWorld({}, { accessRecheckMs: 3_600_000 });
+    const { project, member, terminal } = await memberAttachedToDocs(world);
+    await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
+    const elsewhere = await world.project();
+    const stranger = await world.signedIn(elsewhere, "viewer");
+    // Project routes resolve callers with resolveInProject too, but a project switch does not: every call here is a view's decision.
+    const decisions = spyOn(world.platform.callers, "resolveInProject");
+    for (let i = 0; i < 20; i++) expect((await stranger.client.post("/api/auth/project", { project: elsewhere.slug })).status).toBe(200);
+    await Bun.sleep(100);
+    expect(decisions).toHaveBeenCalledTimes(0);
+    // The member's own switch (to the same project) is decided on, and the view stays.
+    expect((await member.client.post("/api/auth/project", { project: project.slug })).status).toBe(200);
+    await waitFor(() => decisions.mock.calls.length > 0, "the member's view to decide again");
+    await runAndSee(terminal, "echo still-$((2+2))", "still-4");
+    decisions.mockRestore();
   });
 
   test("becomes read-only once its user lost core.execute: it is told so, the lease passes on and its keys are dropped", async () => {
