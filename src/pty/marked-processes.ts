@@ -4,7 +4,7 @@ import { SCRATCH_ENV_NAMES } from "./environment.ts";
 
 /** Passes over /proc before giving up on a process tree that keeps forking. */
 const MAX_PASSES = 20;
-/** Pause before a pass that can only confirm quiet (passes that still find processes run back to back). */
+/** Time between the two quiet passes that end a request; a pass that only confirms quiet waits for it. */
 const QUIET_PASS_GAP_MS = 10;
 
 /** One caller's request: its marks, what it has stopped so far, and how it is answered. */
@@ -13,6 +13,8 @@ interface Sweep {
   stopped: Set<number>;
   passes: number;
   quiet: number;
+  /** When its last counted quiet pass ended (performance.now()). */
+  quietAt: number;
   resolve(pids: number[]): void;
   reject(error: unknown): void;
 }
@@ -42,7 +44,7 @@ let scanning = false;
 export function killMarkedProcesses(marks: ReadonlySet<string>): Promise<number[]> {
   if (marks.size === 0) return Promise.resolve([]);
   return new Promise((resolve, reject) => {
-    sweeps.add({ marks, stopped: new Set(), passes: 0, quiet: 0, resolve, reject });
+    sweeps.add({ marks, stopped: new Set(), passes: 0, quiet: 0, quietAt: 0, resolve, reject });
     if (!scanning) void scan();
   });
 }
@@ -70,8 +72,14 @@ async function scan(): Promise<void> {
 /** Stop what this pass found for a request; after two quiet passes in a row, kill what it stopped and answer it. */
 function settle(sweep: Sweep, found: number[]): void {
   const fresh = found.filter((pid) => !sweep.stopped.has(pid));
-  // Two quiet passes in a row: a process caught mid-exec can have an unreadable environment for one of them.
-  sweep.quiet = fresh.length === 0 ? sweep.quiet + 1 : 0;
+  // Two quiet passes in a row, apart in time: a process caught mid-exec can have an unreadable environment for
+  // one of them. A pass too soon after the last quiet one (others' passes run back to back) does not count.
+  const now = performance.now();
+  if (fresh.length > 0) sweep.quiet = 0;
+  else if (sweep.quiet === 0 || now - sweep.quietAt >= QUIET_PASS_GAP_MS) {
+    sweep.quiet++;
+    sweep.quietAt = now;
+  }
   sweep.passes++;
   for (const pid of fresh) if (signal(pid, "SIGSTOP")) sweep.stopped.add(pid);
   if (sweep.quiet < 2 && sweep.passes < MAX_PASSES) return;
