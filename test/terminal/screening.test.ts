@@ -5,7 +5,14 @@ import { attached, createSession, localSource, runAndSee } from "../helpers/term
 import type { TerminalClient } from "../helpers/terminal-client.ts";
 import { ECHO_WAIT_MS } from "../../src/pty/input-guard.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { startWorld } from "../helpers/world.ts";
+import { startWorld, type World } from "../helpers/world.ts";
+
+/** As the project's owner, open session "s" on Container Root and attach to it. */
+async function ownerAtContainerRoot(world: World) {
+  const owner = await world.signedIn(await world.project(), "owner");
+  await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+  return { owner, terminal: await attached(world, owner, "s") };
+}
 
 /** Harmless probes: each line is blocked by the screen, and would only touch a marker if it ran. */
 describe("line-buffered input screening", () => {
@@ -27,9 +34,7 @@ describe("line-buffered input screening", () => {
 
   test("a blocked line recalled from history is caught too", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     const marker = join(world.tempDir("marker"), "recalled-ran");
     // Put the line into history without running it: a leading `#` makes it a comment.
     await runAndSee(terminal, `#touch ${marker}; cat ~/.ssh/id_rsa`, "id_rsa");
@@ -44,9 +49,7 @@ describe("line-buffered input screening", () => {
 
   test("a pasted block with a blocked line in the middle runs the lines around it only", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     const before = join(world.tempDir("marker"), "before");
     const bad = join(world.tempDir("marker"), "bad");
     const after = join(world.tempDir("marker"), "after");
@@ -59,9 +62,7 @@ describe("line-buffered input screening", () => {
 
   test("a paste carrying Ctrl+U is screened as a shell without line editing reads it", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     const marker = join(world.tempDir("marker"), "bypass-ran");
     // Without readline the tty's cooked mode applies Ctrl+U itself: the shell would run only what follows it.
     await runAndSee(terminal, "set +o emacs +o vi; echo cooked-$((3*3))", "cooked-9");
@@ -73,9 +74,7 @@ describe("line-buffered input screening", () => {
 
   test("input past the token bucket is dropped with a notice and the session lives on", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     const chunk = "#".repeat(60 * 1024);
     terminal.type(chunk);
     terminal.type(chunk);
@@ -121,9 +120,7 @@ describe("line-buffered input screening", () => {
 
   test("a blocked line run with Ctrl+X Ctrl+E (edit-and-execute) is caught", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     const marker = join(world.tempDir("marker"), "edit-exec-ran");
     // An "editor" that leaves the line as it is: bash then runs it.
     await runAndSee(terminal, "export VISUAL=true; echo set-$((1+1))", "set-2");
@@ -145,9 +142,7 @@ describe("line-buffered input screening", () => {
 
     test("on the Container Root tab", async () => {
       await using world = await startWorld();
-      const owner = await world.signedIn(await world.project(), "owner");
-      await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-      const terminal = await attached(world, owner, "s");
+      const { terminal } = await ownerAtContainerRoot(world);
       const marker = join(world.tempDir("marker"), "alt-screen-ran");
       await runKilledAndYankedLine(terminal, marker);
       await terminal.control("blocked");
@@ -157,9 +152,7 @@ describe("line-buffered input screening", () => {
 
     test("that renamed itself (/proc/self/comm says vim)", async () => {
       await using world = await startWorld();
-      const owner = await world.signedIn(await world.project(), "owner");
-      await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-      const terminal = await attached(world, owner, "s");
+      const { terminal } = await ownerAtContainerRoot(world);
       const marker = join(world.tempDir("marker"), "renamed-shell-ran");
       await runAndSee(terminal, "printf vim > /proc/$$/comm; echo renamed-$((1+1))", "renamed-2");
       await runKilledAndYankedLine(terminal, marker);
@@ -185,9 +178,7 @@ describe("line-buffered input screening", () => {
 
   test("under a real full-screen program an edited line is the editor's text: Enter reaches it even when the text looks blocked", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     const file = join(world.tempDir("vim"), "notes.sh");
     writeFileSync(file, "cat /etc/shadow\n");
     terminal.type(`vim -u NONE -N ${file}\r`);
@@ -202,9 +193,7 @@ describe("line-buffered input screening", () => {
 
   test("a blocked line run from vi mode's command mode with v (edit-and-execute) is caught", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     const marker = join(world.tempDir("marker"), "vi-edit-exec-ran");
     await runAndSee(terminal, "set -o vi; export VISUAL=true; echo set-$((1+1))", "set-2");
     terminal.type(`touch ${marker}; cat /etc/shadow > /dev/null`);
@@ -223,9 +212,7 @@ describe("line-buffered input screening", () => {
 
   test("Alt+v in emacs mode (unbound: the line stays) does not end the line for the guard", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     const marker = join(world.tempDir("marker"), "alt-v-split-ran");
     await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
     terminal.type(`touch ${marker}; cat /etc/sh`);
@@ -260,9 +247,7 @@ describe("line-buffered input screening", () => {
 
   test("input queued behind lines waiting for the screen is bounded: past it keys are dropped with a notice, and the session lives on", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const terminal = await attached(world, owner, "s");
+    const { terminal } = await ownerAtContainerRoot(world);
     await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
     // Ctrl+A marks each line edited, so each Enter waits for the screen; two bytes each are far inside the byte rate.
     for (let i = 0; i < 500; i++) terminal.type("\x01\r");
