@@ -1,5 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { setTimeout as delay } from "node:timers/promises";
 import { SCRATCH_ENV_NAMES } from "./environment.ts";
 
 /** Passes over /proc before giving up on a process tree that keeps forking. */
@@ -128,8 +129,4 @@ function signal(pid: number, name: NodeJS.Signals): boolean {
   } catch {
     return false; // exited meanwhile
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from "node:timers/promises";
 import { ScreenMirror, type ParserThread } from "../screen/index.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
 import { shellInForeground } from "./foreground-program.ts";
@@ -331,9 +332,6 @@ const MAX_QUEUED_INPUTS = 64;
 /** Time a killed program gets to exit before SIGKILL. */
 const KILL_GRACE_MS = 2000;
 
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
 
 function byteLength(data: string): number {
   return new TextEncoder().encode(data).length;

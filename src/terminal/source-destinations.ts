@@ -222,23 +222,26 @@ function lettersAt(paths: Record<string, string>, path: string): string {
  * host-secret dir, /etc/cron.d.
  */
 function realRoot(source: Source): string | null {
-  try {
-    const root = realpathSync(source.root!);
-    return root === resolve(source.root!) && statSync(root).isDirectory() ? root : null;
-  } catch {
-    return null;
-  }
+  const checked = checkRoot(source);
+  return "root" in checked ? checked.root : null;
 }
 
 /** Why `realRoot` has no root for a source, for the listing and a refused create. */
 function rootProblem(source: Source): string {
+  const checked = checkRoot(source);
+  return "problem" in checked ? checked.problem : "";
+}
+
+/** The source's root, or what is wrong with it: missing (or not a directory), or reached through a symlink. */
+function checkRoot(source: Source): { root: string } | { problem: string } {
+  const missing = { problem: "The source's root directory does not exist" };
   try {
     const root = realpathSync(source.root!);
-    if (root !== resolve(source.root!)) return "The source's root is reached through a symbolic link; an admin must add it by its real path";
+    if (root !== resolve(source.root!)) return { problem: "The source's root is reached through a symbolic link; an admin must add it by its real path" };
+    return statSync(root).isDirectory() ? { root } : missing;
   } catch {
-    // missing: said below
+    return missing;
   }
-  return "The source's root directory does not exist";
 }
 
 function resolveCwd(root: string, requested: string | undefined, slug: string): string {

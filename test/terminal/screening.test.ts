@@ -86,9 +86,7 @@ describe("line-buffered input screening", () => {
 
   test("a blocked line typed on one connection is caught when a reconnect sends the Enter", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const first = await attached(world, owner, "s");
+    const { owner, terminal: first } = await ownerAtContainerRoot(world);
     const marker = join(world.tempDir("marker"), "reconnect-ran");
     first.type(`touch ${marker}; cat /etc/shadow > /dev/null`);
     await first.sees("/etc/shadow");
@@ -103,9 +101,7 @@ describe("line-buffered input screening", () => {
 
   test("a blocked line typed by the lease holder is caught when a view that took control sends the Enter", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const first = await attached(world, owner, "s");
+    const { owner, terminal: first } = await ownerAtContainerRoot(world);
     const second = await attached(world, owner, "s");
     const marker = join(world.tempDir("marker"), "handoff-ran");
     first.type(`touch ${marker}; cat /etc/shadow > /dev/null`);
@@ -228,9 +224,7 @@ describe("line-buffered input screening", () => {
 
   test("input a view queued behind a line waiting for the screen is not forwarded once another view took control", async () => {
     await using world = await startWorld();
-    const owner = await world.signedIn(await world.project(), "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const first = await attached(world, owner, "s");
+    const { owner, terminal: first } = await ownerAtContainerRoot(world);
     const second = await attached(world, owner, "s");
     await runAndSee(first, "echo ready-$((1+1))", "ready-2");
     const marker = join(world.tempDir("marker"), "queued-ran");
