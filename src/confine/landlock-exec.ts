@@ -96,6 +96,7 @@ function buildRuleset(calls: LinuxCalls, abi: number, args: HelperArgs): number 
     try {
       const st = fstatSync(fd);
       if (st.isSymbolicLink()) continue; // swapped for a link since listing: never grant through it
+      assertReachedDirectly(rule.path, fd);
       const access = (st.isDirectory() ? rule.access : rule.access & FILE_RIGHTS) & handled;
       if (access !== 0) calls.addPathRule(rulesetFd, fd, access);
     } finally {
@@ -103,6 +104,22 @@ function buildRuleset(calls: LinuxCalls, abi: number, args: HelperArgs): number 
     }
   }
   return rulesetFd;
+}
+
+/** A grant's path led somewhere else than itself: the whole spawn is refused, not just that grant. */
+class PathMovedError extends Error {}
+
+/**
+ * The planner checked that every root is its own real path, but a directory
+ * above one can be renamed and replaced by a symlink between that check and
+ * this open (or, inside bwrap, before bwrap mounted it), so the path now leads
+ * elsewhere: into another team's tree, or `/etc`. O_NOFOLLOW only guards the
+ * last component. What the kernel says the opened file's path is settles it:
+ * a grant is only added for the very file its path names.
+ */
+function assertReachedDirectly(path: string, fd: number): void {
+  const reached = readlinkSync(`/proc/self/fd/${fd}`);
+  if (reached !== path) throw new PathMovedError(`"${path}" now leads to "${reached}" (a directory on the way was replaced since the spawn was planned)`);
 }
 
 /** Read the calling thread's capability sets; all must be zero before exec. */
@@ -140,6 +157,7 @@ function main(readArgs: () => string[]): never {
     assertNoCapabilities();
     calls.restrictSelf(rulesetFd);
   } catch (error) {
+    if (error instanceof PathMovedError) fail("root_invalid", `Cannot confine: ${error.message}`);
     fail("confinement_unavailable", `Cannot confine: ${(error as Error).message}`, EXIT_REFUSED, { abi });
   }
   try {

@@ -3,7 +3,7 @@
  * real separate process.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { argsFromEnv, argsToEnv, defaultLandlockHelper, formatHelperArgs, type HelperArgs, parseHelperArgs } from "../../src/confine/index.ts";
@@ -77,6 +77,25 @@ describe("the helper process fails closed", () => {
 
   test("a missing program exits 127 with exec_failed, after confinement was applied", async () => {
     expect(await runHelper(["--ro", "/", "--", "/nonexistent/program"])).toMatchObject({ code: 127, error: { code: "exec_failed" } });
+  });
+
+  test("a grant whose path now runs through a symlink (a parent swapped since planning) refuses the spawn: 126, root_invalid", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hatch-helper-"));
+    try {
+      mkdirSync(join(dir, "elsewhere", "app"), { recursive: true });
+      symlinkSync(join(dir, "elsewhere"), join(dir, "team"));
+      const marker = join(dir, "elsewhere", "app", "written");
+      // The last component is a real directory; the one above it is the link, which O_NOFOLLOW alone does not see.
+      const r = await runHelper(["--ro", "/", "--rw", join(dir, "team", "app"), "--", "/usr/bin/touch", marker]);
+      expect(r).toMatchObject({ code: 126, stdout: "", error: { code: "root_invalid" } });
+      expect(r.error.message).toContain(`"${join(dir, "team", "app")}" now leads to "${join(dir, "elsewhere", "app")}"`);
+      expect(existsSync(marker)).toBe(false);
+      // The same directory named by its own path is granted.
+      expect(await runHelper(["--ro", "/", "--rw", join(dir, "elsewhere", "app"), "--", "/usr/bin/touch", marker])).toMatchObject({ code: 0 });
+      expect(existsSync(marker)).toBe(true);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test("with no grants at all confinement applies and even the program cannot be executed: 126, exec_failed with EACCES", async () => {
