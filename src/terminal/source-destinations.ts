@@ -158,6 +158,8 @@ export class SourceDestinations implements DestinationResolver {
   #unselectableReason(caller: ProjectCaller, source: Source, perms: Permissions): string | null {
     if (!source.enabled) return "The source is disabled";
     if (!perms.exec) return "Your policy does not allow running commands here";
+    // A confined session reads everything not denied, and its root cannot be denied while it works there.
+    if (!perms.read) return "Your policy does not allow reading here";
     if (!source.running) return "The source is not running";
     if (!realRoot(source)) return rootProblem(source);
     const { mode, reason } = this.options.confinement();

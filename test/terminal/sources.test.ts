@@ -100,6 +100,20 @@ describe("create re-checks everything", () => {
     expect(world.hatch.terminal.sessions.count()).toBe(0);
   });
 
+  test("a caller whose policy denies read at the source root gets no tab there, though exec is allowed: listed with a reason, 403 on create", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "docs", { member: "rwx" });
+    writeFileSync(join(source.root, "secret.txt"), "not for this member");
+    world.hatch.terminal.sources.addRule(source, { subjectKind: "user", subject: member.user.id, effect: "deny", perms: "r" });
+    const reason = "Your policy does not allow reading here";
+    expect((await member.client.get(`${TERMINAL}/sources`)).body.sources).toEqual([expect.objectContaining({ slug: "docs", selectable: false, reason })]);
+    const refused = await createSession(member.client, { sourceSlug: "docs", id: "d" });
+    expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 403, error: { code: "source_unavailable", message: `Cannot open "docs": ${reason}` } });
+    expect(world.hatch.terminal.sessions.count()).toBe(0);
+  });
+
   test("a read-only tab cannot write anywhere but scratch; a writable one writes in its root only", async () => {
     await using world = await startWorld();
     const project = await world.project();
