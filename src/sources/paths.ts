@@ -1,7 +1,8 @@
-import { relative, isAbsolute } from "node:path";
+import { relative, isAbsolute, sep } from "node:path";
 
 /** Whether `path` is `dir` or lies below it (lexically; resolve symlinks first). */
 export function isInside(path: string, dir: string): boolean {
   const rel = relative(dir, path);
-  return rel === "" || (!rel.startsWith("..") && !isAbsolute(rel));
+  // ".." alone or as the first segment climbs out; "..cache" is a name inside.
+  return rel === "" || (rel !== ".." && !rel.startsWith(`..${sep}`) && !isAbsolute(rel));
 }

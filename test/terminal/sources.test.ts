@@ -81,6 +81,16 @@ describe("GET /terminal/sources", () => {
       ["member", "r", true],
     ]);
   });
+  test("a source rooted in a directory of an OS mount whose name starts with two dots is inside the mount and gets the defaults", async () => {
+    const mount = mkdtempSync(join(tmpdir(), "hatch-mount-"));
+    await using world = await startWorld({ HATCH_OS_MOUNTS: mount });
+    world.onDispose(() => rmSync(mount, { recursive: true, force: true }));
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    mkdirSync(join(mount, "..data"));
+    world.hatch.terminal.sources.add(project.id, { slug: "dotted", kind: "local", root: join(mount, "..data") });
+    expect((await owner.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "dotted")).toMatchObject({ selectable: true, readOnly: false });
+  });
 });
 
 describe("create re-checks everything", () => {
@@ -112,6 +122,18 @@ describe("create re-checks everything", () => {
     const refused = await createSession(member.client, { sourceSlug: "docs", id: "d" });
     expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 403, error: { code: "source_unavailable", message: `Cannot open "docs": ${reason}` } });
     expect(world.hatch.terminal.sessions.count()).toBe(0);
+  });
+
+  test("a cwd inside the source whose name starts with two dots opens there; one above the root is refused", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "docs", { member: "rx" });
+    mkdirSync(join(source.root, "..cache"));
+    const created = await createSession(member.client, { sourceSlug: "docs", id: "c", cwd: "..cache" });
+    expect({ status: created.status, cwd: created.body.cwd }).toEqual({ status: 201, cwd: join(source.root, "..cache") });
+    const above = await createSession(member.client, { sourceSlug: "docs", id: "u", cwd: ".." });
+    expect({ status: above.status, code: above.body.error.code }).toEqual({ status: 400, code: "cwd_outside_source" });
   });
 
   test("a read-only tab cannot write anywhere but scratch; a writable one writes in its root only", async () => {
