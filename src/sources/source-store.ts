@@ -46,6 +46,15 @@ const RESERVED_SLUGS = new Set(["container-root"]);
 /** The connector of each kind, when the caller names none. */
 const DEFAULT_CONNECTOR: Record<SourceKind, string> = { local: "fs", host: "host-broker", brain: "vector", webtop: "webtop" };
 
+/**
+ * Whether a source's connector belongs to a terminal execution plane: the
+ * filesystem for a local source (container plane), the host broker for a host
+ * source (host plane). Another connector has no working directory a PTY can use.
+ */
+export function onTerminalPlane(source: Source): boolean {
+  return (source.kind === "local" || source.kind === "host") && source.connector === DEFAULT_CONNECTOR[source.kind];
+}
+
 /** Sources of every project and their URI-policy rules. */
 export class SourceStore {
   /** Prepared once: a terminal re-reads its source and rules before each keystroke (src/terminal/view-access.ts). */

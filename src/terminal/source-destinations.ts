@@ -2,7 +2,7 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { badRequest, can, FEATURES, forbidden, HatchError, notFound, requireFeature, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
-import { effectivePermissions, formatPerms, isInside, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
+import { effectivePermissions, formatPerms, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
 import { CONTAINER_ROOT, type Destination, type DestinationResolver } from "./destination.ts";
 
 /** One tab of the source listing. */
@@ -160,6 +160,7 @@ export class SourceDestinations implements DestinationResolver {
     if (!perms.exec) return "Your policy does not allow running commands here";
     // A confined session reads everything not denied, and its root cannot be denied while it works there.
     if (!perms.read) return "Your policy does not allow reading here";
+    if (!onTerminalPlane(source)) return `The source's connector (${source.connector}) is not a terminal plane`;
     if (!source.running) return "The source is not running";
     if (!realRoot(source)) return rootProblem(source);
     const { mode, reason } = this.options.confinement();

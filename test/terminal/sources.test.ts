@@ -124,6 +124,20 @@ describe("create re-checks everything", () => {
     expect(world.hatch.terminal.sessions.count()).toBe(0);
   });
 
+  test("a local source served by a connector that is not a terminal plane is listed with a reason and refused on create", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    const member = await world.signedIn(project, "member");
+    expect((await admin.client.post("/api/sources", { slug: "indexed", kind: "local", root: world.tempDir("indexed"), connector: "vector" })).status).toBe(201);
+    expect((await admin.client.post("/api/sources/indexed/rules", { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" })).status).toBe(201);
+    const reason = "The source's connector (vector) is not a terminal plane";
+    expect((await member.client.get(`${TERMINAL}/sources`)).body.sources).toEqual([expect.objectContaining({ slug: "indexed", selectable: false, reason })]);
+    const refused = await createSession(member.client, { sourceSlug: "indexed" });
+    expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 403, error: { code: "source_unavailable", message: `Cannot open "indexed": ${reason}` } });
+    expect(world.hatch.terminal.sessions.count()).toBe(0);
+  });
+
   test("a cwd inside the source whose name starts with two dots opens there; one above the root is refused", async () => {
     await using world = await startWorld();
     const project = await world.project();
