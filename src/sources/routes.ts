@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { badRequest, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { SOURCE_KINDS, type SourceStore } from "./source-store.ts";
 
 /** Collaborators of the source routes. */
@@ -58,6 +58,9 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       "/:slug/rules",
       ({ caller, params, body, set }) => {
         const source = store.require(caller.project.id, params.slug);
+        if (!subjectExists(platform, caller.project.id, body.subjectKind, body.subject)) {
+          throw badRequest("unknown_subject", `Cannot add rule: the project has no ${body.subjectKind} "${body.subject}"`);
+        }
         const rule = store.addRule(source, body);
         audit(caller, "source.rule", source.slug, { subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms });
         set.status = 201;
@@ -83,4 +86,15 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       },
       { params: t.Object({ slug: t.String(), ruleId: t.Numeric({ minimum: 1, multipleOf: 1 }) }) },
     );
+}
+
+/**
+ * Whether a rule's subject names a role of the project, a user (by id) or an
+ * agent of the project (by id). A rule for anything else never applies, so a
+ * deny for "Member" or for an email would be stored and silently do nothing.
+ */
+function subjectExists(platform: Platform, projectId: string, kind: "role" | "user" | "agent", subject: string): boolean {
+  if (kind === "role") return platform.roles.list(projectId).some((role) => role.name === subject);
+  if (kind === "user") return platform.users.get(subject) !== null;
+  return platform.agents.get(projectId, subject) !== null;
 }

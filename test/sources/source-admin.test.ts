@@ -39,6 +39,23 @@ describe("managing sources", () => {
     expect(world.platform.audit.query({ projectId: project.id, action: "source.rule" })).toHaveLength(1);
   });
 
+  test("a rule naming no role, user or agent of the project is refused over HTTP instead of stored to never apply", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    const member = await world.signedIn(project, "member");
+    const agent = world.agent(project, member.user);
+    const elsewhere = world.agent(await world.project(), member.user);
+    expect((await admin.client.post("/api/sources", { slug: "docs", kind: "local", root: world.tempDir("docs") })).status).toBe(201);
+    const add = (subjectKind: string, subject: string) => admin.client.post("/api/sources/docs/rules", { subjectKind, subject, effect: "deny", perms: "w" });
+    for (const [kind, subject] of [["role", "Member"], ["role", "members"], ["user", member.user.email], ["agent", agent.name], ["agent", elsewhere.id]]) {
+      const refused = await add(kind!, subject!);
+      expect({ subject, status: refused.status, code: refused.body.error.code }).toEqual({ subject, status: 400, code: "unknown_subject" });
+    }
+    expect((await admin.client.get("/api/sources/docs/rules")).body.rules).toEqual([]);
+    for (const [kind, subject] of [["role", "member"], ["user", member.user.id], ["agent", agent.id]]) expect((await add(kind!, subject!)).status).toBe(201);
+  });
+
   test("the CLI adds, lists, disables and enables sources and sets role, user and agent rules", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "hatch-cli-src-"));
     const root = mkdtempSync(join(tmpdir(), "hatch-cli-root-"));
