@@ -86,7 +86,7 @@ export const sourceCommands: Command[] = [
       const kind = subjects[0]!;
       const named = str(v, kind);
       const subject =
-        kind === "user" ? platform.users.requireByEmail(named).id : kind === "agent" ? requireAgent(platform, p.id, named) : named;
+        kind === "user" ? platform.users.requireByEmail(named).id : kind === "agent" ? requireAgent(platform, p.id, named) : requireRole(platform, p.id, named);
       const rule = store.addRule(source, {
         subjectKind: kind,
         subject,
@@ -132,6 +132,12 @@ export const sourceCommands: Command[] = [
 /** One line per rule: `#7 allow rx to role member on /docs`. */
 function describeRule(rule: SourceRule): string {
   return `#${rule.id} ${rule.effect} ${rule.perms} to ${rule.subjectKind} ${rule.subject} on /${rule.path}`;
+}
+
+/** A rule for a role the project lacks ("Member", a typo) would be stored and never apply. */
+function requireRole(platform: Platform, projectId: string, name: string): string {
+  if (!platform.roles.list(projectId).some((role) => role.name === name)) throw notFound("role_not_found", `Cannot find a role named "${name}" in this project`);
+  return name;
 }
 
 function requireAgent(platform: Platform, projectId: string, name: string): string {

@@ -79,6 +79,9 @@ describe("managing sources", () => {
     expect(neither.code).toBe(2);
     const badKind = await cli("admin", "source", "add", "--project", "p", "--slug", "x", "--kind", "cloud");
     expect(badKind.code).toBe(2);
+    // A role name that matches no role (a capital letter) would make a rule that never applies.
+    const noRole = await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "Member", "--deny", "w");
+    expect({ code: noRole.code, err: noRole.err.trim() }).toEqual({ code: 1, err: expect.stringContaining('Cannot find a role named "Member" in this project') });
     const badPerms = await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "member", "--allow", "rq", "--json");
     expect(badPerms.code).toBe(1);
     expect(JSON.parse(badPerms.err).error.code).toBe("invalid_perms");
