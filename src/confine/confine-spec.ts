@@ -12,6 +12,8 @@ import { resolveWithinBoundary } from "./source-boundary.ts";
 export interface ConfineRoot {
   path: string;
   write: boolean;
+  /** False: nothing at or below it may be executed, though it stays readable (default true). */
+  exec?: boolean;
 }
 
 /** A request to run one command confined. */
@@ -35,7 +37,7 @@ export interface ConfineSpec {
 /** A spec whose paths are real and checked. */
 export interface ResolvedSpec {
   /** Sorted parents first, so deeper entries can override (mount order). */
-  roots: ConfineRoot[];
+  roots: Required<ConfineRoot>[];
   scratch: string;
   deny: string[];
   cwd: string;
@@ -89,8 +91,8 @@ export function resolveConfineSpec(spec: ConfineSpec): ResolvedSpec {
   return { roots, scratch, deny, cwd, argv: [...spec.argv], env: { ...spec.env } };
 }
 
-function resolveRoots(spec: ConfineSpec, deny: string[]): ConfineRoot[] {
-  const byPath = new Map<string, boolean>();
+function resolveRoots(spec: ConfineSpec, deny: string[]): Required<ConfineRoot>[] {
+  const byPath = new Map<string, Required<ConfineRoot>>();
   for (const root of spec.roots) {
     if (!isAbsolute(root.path)) throw rootInvalid(`Cannot use root "${root.path}": expected an absolute path`, { path: root.path });
     const path = spec.sourceBoundary === undefined ? real(root.path, "root") : resolveWithinBoundary(spec.sourceBoundary, root.path);
@@ -101,14 +103,16 @@ function resolveRoots(spec: ConfineSpec, deny: string[]): ConfineRoot[] {
       throw rootInvalid(`Cannot make root "${root.path}" writable: it is or contains a system directory`, { path: root.path });
     }
     const previous = byPath.get(path);
-    if (previous !== undefined && previous !== root.write) {
+    const exec = root.exec ?? true;
+    if (previous !== undefined && previous.write !== root.write) {
       throw rootInvalid(`Cannot use root "${root.path}": it has both a read-only and a writable rule`, { path: root.path });
     }
-    byPath.set(path, root.write);
+    if (previous !== undefined && previous.exec !== exec) {
+      throw rootInvalid(`Cannot use root "${root.path}": it both allows and denies running programs`, { path: root.path });
+    }
+    byPath.set(path, { path, write: root.write, exec });
   }
-  return [...byPath]
-    .map(([path, write]) => ({ path, write }))
-    .sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
+  return [...byPath.values()].sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
 }
 
 function resolveScratch(path: string): string {

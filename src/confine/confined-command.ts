@@ -7,7 +7,7 @@ import { lstatSync, realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { type BwrapLayout, bwrapArgs, type HiddenPath } from "./bwrap-args.ts";
 import { confinementUnavailable, confinementUnsupported, rootInvalid } from "./confine-errors.ts";
-import { type ConfineSpec, pathDepth, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
+import { type ConfineRoot, type ConfineSpec, pathDepth, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
 import { argsToEnv, formatHelperArgs, type HelperArgs } from "./helper-args.ts";
 import { HOST_SECRET_PATHS } from "./host-secrets.ts";
 import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";
@@ -122,18 +122,19 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
 }
 
 function landlockArgs(spec: ResolvedSpec, secrets: HiddenPath[], abiMin: number, newSession: boolean, inBwrap: boolean): HelperArgs {
-  const writable = spec.roots.filter((r) => r.write).map((r) => r.path);
+  const writable = spec.roots.filter((r) => r.write);
   // Alone, Landlock must carve read-only sub-rules out of writable roots itself. Inside bwrap the
   // read-only bind mount already does (EROFS), so the writable root's own top level stays usable.
-  const readOnly = spec.roots
-    .filter((r) => !r.write)
-    .map((r) => r.path)
-    .filter((p) => !inBwrap || !writable.some((w) => isStrictlyWithin(p, w)));
+  // bwrap has no per-mount noexec, so a root that denies running programs always goes to Landlock.
+  const readOnly = spec.roots.filter((r) => !r.write).filter((r) => !r.exec || !inBwrap || !writable.some((w) => isStrictlyWithin(r.path, w.path)));
+  const paths = (roots: Required<ConfineRoot>[], exec: boolean) => roots.filter((r) => r.exec === exec).map((r) => r.path);
   return {
     // /dev lists names only: device nodes open by explicit grant (uid 0 owns the raw disks).
     list: ["/dev"],
-    ro: ["/", ...readOnly.filter((p) => p !== "/")],
-    rw: [...writable, spec.scratch, ...(inBwrap ? ["/dev/shm"] : [])],
+    ro: ["/", ...paths(readOnly, true).filter((p) => p !== "/")],
+    rw: [...paths(writable, true), spec.scratch, ...(inBwrap ? ["/dev/shm"] : [])],
+    roNoExec: paths(readOnly, false),
+    rwNoExec: paths(writable, false),
     dev: [...STANDARD_DEVICES, ...(inBwrap ? BWRAP_DEVICES : [])],
     deny: [...spec.deny, ...secrets.map((s) => s.path)],
     env: Object.entries(spec.env).map(([name, value]) => `${name}=${value}`),
@@ -163,7 +164,7 @@ function keepReadOnly(spec: ResolvedSpec, neverWritable: readonly string[]): Res
   for (const { path } of existing(neverWritable)) {
     const inside = roots.find((r) => r.write && isWithin(r.path, path));
     if (inside) throw rootInvalid(`Cannot make root "${inside.path}" writable: it lies inside "${path}", which confined programs must never write`, { path: inside.path });
-    if (roots.some((r) => r.write && isStrictlyWithin(path, r.path)) && !roots.some((r) => r.path === path)) roots.push({ path, write: false });
+    if (roots.some((r) => r.write && isStrictlyWithin(path, r.path)) && !roots.some((r) => r.path === path)) roots.push({ path, write: false, exec: true });
   }
   roots.sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
   return { ...spec, roots };
@@ -186,7 +187,7 @@ function pinReadOnlyParents(roots: ResolvedSpec["roots"]): ResolvedSpec["roots"]
     const base = around.reduce<ResolvedSpec["roots"][number] | null>((a, b) => (a === null || b.path.length > a.path.length ? b : a), null);
     if (!base?.write) continue;
     for (let dir = dirOf(readOnly.path); isStrictlyWithin(dir, base.path); dir = dirOf(dir)) {
-      if (!pinned.has(dir)) pinned.set(dir, { path: dir, write: true });
+      if (!pinned.has(dir)) pinned.set(dir, { path: dir, write: true, exec: true });
     }
   }
   return [...pinned.values()].sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));

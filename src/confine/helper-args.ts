@@ -4,7 +4,8 @@
  *
  * ```
  * landlock-exec.ts [--abi-min N] [--new-session] [--cwd DIR]
- *                  [--list PATH]... [--ro PATH]... [--rw PATH]... [--dev PATH]... [--deny PATH]...
+ *                  [--list PATH]... [--ro PATH]... [--rw PATH]... [--ro-noexec PATH]... [--rw-noexec PATH]...
+ *                  [--dev PATH]... [--deny PATH]...
  *                  [--env NAME=VALUE]... -- PROGRAM [ARG...]
  * ```
  *
@@ -33,6 +34,10 @@ export interface HelperArgs {
   ro: string[];
   /** Read, execute and write beneath each path. */
   rw: string[];
+  /** Read beneath each path, never execute (a nested `ro`/`rw` grant may allow it again deeper). */
+  roNoExec: string[];
+  /** Read and write beneath each path, never execute. */
+  rwNoExec: string[];
   /** Character devices (or directories of them) to read, write and ioctl. */
   dev: string[];
   /** Paths left unreachable even below an `--ro`/`--rw` grant. */
@@ -49,7 +54,16 @@ export interface HelperArgs {
   argv: string[];
 }
 
-const LIST_FLAGS = { "--list": "list", "--ro": "ro", "--rw": "rw", "--dev": "dev", "--deny": "deny", "--env": "env" } as const;
+const LIST_FLAGS = {
+  "--list": "list",
+  "--ro": "ro",
+  "--rw": "rw",
+  "--ro-noexec": "roNoExec",
+  "--rw-noexec": "rwNoExec",
+  "--dev": "dev",
+  "--deny": "deny",
+  "--env": "env",
+} as const;
 
 /** Render arguments for the helper (everything after the script path). */
 export function formatHelperArgs(args: HelperArgs): string[] {
@@ -68,7 +82,7 @@ export function formatHelperArgs(args: HelperArgs): string[] {
  * parseHelperArgs(["--ro", "/", "--", "/bin/true"]).argv // ["/bin/true"]
  */
 export function parseHelperArgs(list: string[]): HelperArgs {
-  const args: HelperArgs = { list: [], ro: [], rw: [], dev: [], deny: [], env: [], cwd: null, abiMin: DEFAULT_MIN_ABI, newSession: false, argv: [] };
+  const args: HelperArgs = { list: [], ro: [], rw: [], roNoExec: [], rwNoExec: [], dev: [], deny: [], env: [], cwd: null, abiMin: DEFAULT_MIN_ABI, newSession: false, argv: [] };
   let i = 0;
   const value = (flag: string) => {
     const v = list[++i];

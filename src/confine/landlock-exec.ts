@@ -17,6 +17,7 @@ import { argsFromEnv, type HelperArgs, parseHelperArgs } from "./helper-args.ts"
 import {
   DEVICE_RIGHTS,
   FILE_RIGHTS,
+  FS,
   handledFsRights,
   handledNetRights,
   handledScopes,
@@ -85,6 +86,8 @@ function buildRuleset(calls: LinuxCalls, abi: number, args: HelperArgs): number 
     ...args.list.map((path) => ({ path, access: LIST_RIGHTS })),
     ...args.ro.map((path) => ({ path, access: READ_RIGHTS })),
     ...args.rw.map((path) => ({ path, access: WRITE_RIGHTS })),
+    ...args.roNoExec.map((path) => ({ path, access: READ_RIGHTS & ~FS.EXECUTE })),
+    ...args.rwNoExec.map((path) => ({ path, access: WRITE_RIGHTS & ~FS.EXECUTE })),
     ...[...args.dev, ...ownTerminals()].map((path) => ({ path, access: DEVICE_RIGHTS })),
   ];
   const handled = handledFsRights(abi);

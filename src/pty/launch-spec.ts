@@ -19,7 +19,8 @@ export interface LaunchSpec {
 
 /** What confinement must allow: read/write roots (path by path), never-readable paths. */
 export interface ConfineRequest {
-  roots: { path: string; write: boolean }[];
+  /** `exec: false`: nothing below the root may be run (a `deny x` rule on a path); default true. */
+  roots: { path: string; write: boolean; exec?: boolean }[];
   deny: string[];
   /** Every root must stay inside this directory after symlinks are resolved. */
   boundary: string;

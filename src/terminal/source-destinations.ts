@@ -175,7 +175,7 @@ export class SourceDestinations implements DestinationResolver {
       const full = path === "" ? root : join(root, path);
       const perms = policy.at(path);
       if (!perms.read && path !== "") deny.push(full);
-      else if (path === "" || existsSync(full)) roots.push({ path: full, write: perms.write });
+      else if (path === "" || existsSync(full)) roots.push({ path: full, write: perms.write, exec: perms.exec });
       // A missing path cannot carry a grant of its own. Narrower than its parent, it would be created under the parent's wider grant, so its place is blocked instead.
       else if (lacksAny(policy.at(parentOf(path)), perms)) deny.push(full);
     }

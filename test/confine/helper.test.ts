@@ -12,6 +12,8 @@ const sample: HelperArgs = {
   list: ["/dev"],
   ro: ["/"],
   rw: ["/srv/app", "/srv/scratch"],
+  roNoExec: ["/srv/app/docs"],
+  rwNoExec: ["/srv/app/uploads"],
   dev: ["/dev/null"],
   deny: ["/srv/data"],
   env: ["PATH=/usr/bin", "EMPTY=", "EQ=a=b"],

@@ -96,6 +96,16 @@ describe("the planned command", () => {
     expect(cmd).toMatchObject({ cwd: "/", mode: "landlock" });
   });
 
+  test("a root that runs no programs reaches the helper as --ro-noexec or --rw-noexec in both modes (bwrap has no noexec of its own)", async () => {
+    await using sb = await layout();
+    const spec: ConfineSpec = { ...sb.spec(), roots: [{ path: sb.root, write: true }, { path: sb.visible, write: false, exec: false }, { path: sb.hidden, write: true, exec: false }] };
+    for (const preferBwrap of [true, false]) {
+      const cmd = planConfinedCommand(spec, LINUX, { helper, preferBwrap, hostSecrets: [] });
+      const args = preferBwrap ? cmd.argv : argsFromEnv(cmd.env)!;
+      expect({ preferBwrap, ro: args[args.indexOf("--ro-noexec") + 1], rw: args[args.indexOf("--rw-noexec") + 1] }).toEqual({ preferBwrap, ro: sb.visible, rw: sb.hidden });
+    }
+  });
+
   test("non-PTY runs get --new-session in bwrap too", async () => {
     await using sb = await layout();
     const cmd = planConfinedCommand(sb.spec(), LINUX, { helper, newSession: true });
@@ -197,6 +207,7 @@ describe("refused roots (root_invalid, before anything is spawned)", () => {
       { roots: [{ path: "/tmp", write: true }] },
       { roots: [{ path: "/proc/self", write: true }] },
       { roots: [{ path: sb.root, write: true }, { path: sb.root, write: false }] },
+      { roots: [{ path: sb.root, write: true }, { path: sb.root, write: true, exec: false }] },
       { cwd: sb.hidden },
       { scratch: loose },
       { argv: ["bash"] },

@@ -202,6 +202,28 @@ describe("create re-checks everything", () => {
     });
   }
 
+  for (const confinement of ["auto", "landlock"]) {
+    test(`a path whose rule denies x runs no program, yet stays readable and writable; a deeper allow runs again (HATCH_CONFINEMENT=${confinement})`, async () => {
+      await using world = await startWorld({ HATCH_CONFINEMENT: confinement });
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      const source = localSource(world, project, "uploads-src", { member: "rwx" });
+      const script = (path: string, says: string) => writeFileSync(join(source.root, path), `#!/bin/sh\necho ${says}\n`, { mode: 0o755 });
+      mkdirSync(join(source.root, "uploads", "tools"), { recursive: true });
+      script("tool.sh", "tool-ran");
+      script("uploads/run.sh", "upload-ran");
+      script("uploads/tools/ok.sh", "tools-ran");
+      const store = world.hatch.terminal.sources;
+      store.addRule(source, { subjectKind: "role", subject: "member", path: "uploads", effect: "deny", perms: "x" });
+      store.addRule(source, { subjectKind: "role", subject: "member", path: "uploads/tools", effect: "allow", perms: "x" });
+      expect((await createSession(member.client, { sourceSlug: "uploads-src", id: "u" })).status).toBe(201);
+      const probe = await member.client.post(`${TERMINAL}/sessions/u/exec`, {
+        command: "./tool.sh; ./uploads/run.sh 2>/dev/null || echo upload-denied; grep -c upload-ran uploads/run.sh; touch uploads/new && echo upload-writable; ./uploads/tools/ok.sh",
+      });
+      expect(probe.body.output).toBe("tool-ran\nupload-denied\n1\nupload-writable\ntools-ran\n");
+    });
+  }
+
   test("a source tab carries no agent context: rules naming an agent never apply", async () => {
     await using world = await startWorld();
     const project = await world.project();
