@@ -9,7 +9,9 @@
  * every other entry along the way gets the full grant. What stays unreachable
  * is exactly the carved-out path. Two costs, both fail closed: entries created
  * later in a carved directory are not readable, and nothing can be created or
- * removed directly in a carved directory.
+ * removed directly in a carved directory. Where everything carved out is a
+ * narrower grant on a directory, the carved directories keep the rights those
+ * grants share (`inheritable`), which softens both.
  */
 import { FILE_RIGHTS, FS } from "./landlock-abi.ts";
 
@@ -82,8 +84,28 @@ interface CarveContext {
   rules: PathGrant[];
 }
 
+/**
+ * Rights a carved directory may hold itself, so they reach everything below
+ * it: those every restrictor beneath it holds too, when every restrictor is a
+ * narrower grant on a directory. A writable root with a no-exec `uploads/`
+ * keeps creating and removing at its top level (minus execute), and a
+ * read-only sub-dir leaves the level above it readable. A deny path or a
+ * narrowed file keeps the directory list-only: create and remove rights there
+ * would let the file be deleted, or replaced by one carrying the directory's rights.
+ */
+function inheritable(access: number, restrictors: string[], ctx: CarveContext): number {
+  let rights = access;
+  for (const path of restrictors) {
+    const nested = ctx.merged.get(path);
+    if (nested === undefined || ctx.denied.has(path) || ctx.tree.kind(path) !== "dir") return 0;
+    rights &= nested;
+  }
+  return rights;
+}
+
 function carve(dir: string, access: number, restrictors: string[], ctx: CarveContext): void {
-  if (access & FS.READ_DIR) ctx.rules.push({ path: dir, access: FS.READ_DIR });
+  const onDir = (access & FS.READ_DIR) | inheritable(access, restrictors, ctx);
+  if (onDir !== 0) ctx.rules.push({ path: dir, access: onDir });
   for (const name of ctx.tree.list(dir)) {
     const child = join(dir, name);
     // Deny paths stay bare; a path with its own grant emits its own rules.

@@ -59,6 +59,20 @@ describe("compileRules", () => {
     });
   });
 
+  test("a carved dir keeps the rights its narrower sub-dir grants share, so it stays usable; a narrowed file or a deny path keeps it list-only", () => {
+    const noExec = WRITE_RIGHTS & ~FS.EXECUTE;
+    const uploads = [
+      { path: "/srv", access: WRITE_RIGHTS },
+      { path: "/srv/hatch", access: noExec },
+    ];
+    // New files in /srv itself can be made (and are not executable); /srv/hatch runs nothing, its siblings do.
+    expect(byPath(compileRules(uploads, [], fs))).toEqual({ "/srv": noExec, "/srv/other": WRITE_RIGHTS, "/srv/hatch": noExec });
+    expect(byPath(compileRules([uploads[0]!, { path: "/srv/hatch", access: READ_RIGHTS }], [], fs))).toMatchObject({ "/srv": READ_RIGHTS });
+    // Create and remove rights on /srv/hatch would let app.js be replaced by a file carrying them.
+    expect(byPath(compileRules([uploads[0]!, { path: "/srv/hatch/app.js", access: READ_RIGHTS }], [], fs))).toMatchObject({ "/srv": LIST_RIGHTS, "/srv/hatch": LIST_RIGHTS });
+    expect(byPath(compileRules(uploads, ["/srv/other"], fs))).toMatchObject({ "/srv": LIST_RIGHTS });
+  });
+
   test("a nested grant with more rights does not carve; a device grant under a list-only dir does not carve it either", () => {
     expect(compileRules([{ path: "/", access: READ_RIGHTS }, { path: "/srv", access: WRITE_RIGHTS }], [], fs)).toHaveLength(2);
     const dev = tree(["/dev/", "/dev/null", "/dev/pts/"]);

@@ -218,9 +218,10 @@ describe("create re-checks everything", () => {
       store.addRule(source, { subjectKind: "role", subject: "member", path: "uploads/tools", effect: "allow", perms: "x" });
       expect((await createSession(member.client, { sourceSlug: "uploads-src", id: "u" })).status).toBe(201);
       const probe = await member.client.post(`${TERMINAL}/sessions/u/exec`, {
-        command: "./tool.sh; ./uploads/run.sh 2>/dev/null || echo upload-denied; grep -c upload-ran uploads/run.sh; touch uploads/new && echo upload-writable; ./uploads/tools/ok.sh",
+        command: "./tool.sh; ./uploads/run.sh 2>/dev/null || echo upload-denied; grep -c upload-ran uploads/run.sh; touch uploads/new && echo upload-writable; ./uploads/tools/ok.sh; touch top-new && echo top-writable",
       });
-      expect(probe.body.output).toBe("tool-ran\nupload-denied\n1\nupload-writable\ntools-ran\n");
+      // The source's own top level stays writable: Landlock carves the no-exec dir out of it without taking create rights.
+      expect(probe.body.output).toBe("tool-ran\nupload-denied\n1\nupload-writable\ntools-ran\ntop-writable\n");
     });
   }
 
