@@ -60,6 +60,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     now,
     reaperIntervalMs: overrides.reaperIntervalMs,
     accessRecheckMs: overrides.accessRecheckMs,
+    heartbeatMs: overrides.heartbeatMs,
     origins: originPolicy({ webPort: () => webPort, allowed: config.allowedOrigins }),
   });
   await terminal.start();
@@ -127,6 +128,8 @@ export interface HatchOverrides {
   reaperIntervalMs?: number;
   /** How often an open terminal connection that sends nothing has its access re-checked. */
   accessRecheckMs?: number;
+  /** How often an open terminal connection is pinged (one that answers nothing is dropped). */
+  heartbeatMs?: number;
   /** Workflow worker pool size and retry waits (defaults in src/workflows/workflows-part.ts), and the openai runner's fetch. */
   workflows?: { poolSize?: number; retryDelaysMs?: readonly number[]; fetch?: typeof fetch };
   /** Fires per source address per minute at the fire endpoint (default 60; 0 disables). */

@@ -41,6 +41,8 @@ export interface TerminalPartOptions {
   reaperIntervalMs?: number;
   /** How often an open terminal connection that sends nothing has its access re-checked. */
   accessRecheckMs?: number;
+  /** How often an open terminal connection is pinged (one that answers nothing is dropped). */
+  heartbeatMs?: number;
   /** Which pages may open a terminal WebSocket. */
   origins: OriginPolicy;
 }
@@ -118,6 +120,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
       origins: options.origins,
       rejections: new RejectionLog((line) => console.warn(line)),
       accessRecheckMs: options.accessRecheckMs,
+      heartbeatMs: options.heartbeatMs,
     }),
     sessions,
     sources: store,

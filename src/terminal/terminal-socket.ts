@@ -10,6 +10,7 @@ import type { RejectionLog } from "./rejection-log.ts";
 import type { TerminalService } from "./terminal-service.ts";
 import { parseTerminalUpgrade, type TerminalUpgrade } from "./upgrade-request.ts";
 import { AccessGate } from "./access-gate.ts";
+import { keepAlive } from "./keep-alive.ts";
 import { CLOSE, closeCodeFor, decideViewAccess } from "./view-access.ts";
 
 /** How often an open connection's access is decided again when it sends nothing (input is checked as it arrives). */
@@ -33,6 +34,8 @@ export interface TerminalSocketOptions {
   origins: OriginPolicy;
   /** How often an idle connection's access is re-checked; ACCESS_RECHECK_MS by default. */
   accessRecheckMs?: number;
+  /** How often a connection is pinged, to drop one whose peer vanished; HEARTBEAT_MS by default. */
+  heartbeatMs?: number;
 }
 
 /**
@@ -117,10 +120,13 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
   });
   const recheck = setInterval(() => gate.run(() => {}), options.accessRecheckMs ?? ACCESS_RECHECK_MS);
   recheck.unref?.();
+  // A view whose peer vanished without closing would hold the session from the reaper for ever.
+  const stopPinging = keepAlive(ws, options.heartbeatMs);
   ws.on("message", (data, isBinary) => onMessage(session, view, ws, gate, isBinary ? null : data.toString()));
   ws.on("close", () => {
     stopHearing();
     clearInterval(recheck);
+    stopPinging();
     session.detach(view);
     audit(platform, caller, session, "detach");
   });

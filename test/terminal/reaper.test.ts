@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { RawWebSocket } from "../helpers/raw-websocket.ts";
 import { attached, createSession, runAndSee, TERMINAL } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -38,6 +39,29 @@ describe("the reaper", () => {
     now += 60 * 60_000;
     expect(await sessions.sweep()).toEqual(["watched"]);
     expect(readdirSync(scratch)).toEqual([]);
+  });
+
+  test("a connection whose client vanished without closing (it answers no ping) is dropped, so its idle session is reaped; one that answers keeps its view", async () => {
+    let now = Date.now();
+    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000, heartbeatMs: 50 });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "here" });
+    await createSession(owner.client, { sourceSlug: "container-root", id: "gone" });
+    // A browser answers pings by itself (so does the ws client); a raw socket that answers none is, to the
+    // server, a peer whose laptop went to sleep: TCP alone keeps such a connection open for ever.
+    const here = await attached(world, owner, "here");
+    const gone = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/gone`, { cookie: owner.client.cookieHeader });
+    const { sessions } = world.hatch.terminal;
+    const views = (id: string) => sessions.listProject(project.id).find((s) => s.id === id)?.views;
+    await waitFor(() => views("gone") === 1, "the raw connection's view");
+    await waitFor(() => views("gone") === 0, "the connection that answers no ping to be dropped");
+    expect(views("here")).toBe(1);
+    now += 10 * 60_000;
+    expect(await sessions.sweep()).toEqual(["gone"]);
+    expect(here.closeCode).toBeNull();
+    gone.destroy();
   });
 
   test("a session terminated while the reaper waits on another's end does not break the sweep", async () => {
