@@ -21,6 +21,8 @@ export interface SessionInfo {
   cwd: string;
   cols: number;
   rows: number;
+  /** Scrollback lines the session keeps (Terminal: Scrollback Lines at create); the client sizes its buffer by it. */
+  scrollback: number;
   readOnly: boolean;
   fullScreen: boolean;
   createdAt: number;
@@ -173,6 +175,7 @@ export class PtySession {
       cwd: this.options.cwd,
       cols: this.mirror.cols,
       rows: this.mirror.rows,
+      scrollback: this.mirror.scrollback,
       readOnly: this.options.readOnly,
       fullScreen: this.mirror.fullScreen,
       createdAt: this.createdAt,

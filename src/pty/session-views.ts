@@ -98,7 +98,7 @@ export class SessionViews {
     const view = new View(`v${++this.#counter}`, options, sink);
     this.#views.set(view.id, view);
     const { mirror } = this.host;
-    sink.control({ type: "hello", viewId: view.id, sessionId: this.sessionId, readOnly: !options.canWrite, cols: mirror.cols, rows: mirror.rows });
+    sink.control({ type: "hello", viewId: view.id, sessionId: this.sessionId, readOnly: !options.canWrite, cols: mirror.cols, rows: mirror.rows, scrollback: mirror.scrollback });
     if (!options.canWrite) sink.control({ type: "readOnly" });
     // A full-screen app is never replayed as bytes, even when nothing was missed: the view gets its screen.
     const missed = options.since === undefined || mirror.fullScreen ? null : mirror.missedSince(options.since);

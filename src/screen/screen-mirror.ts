@@ -137,6 +137,11 @@ export class ScreenMirror {
     return this.#rows;
   }
 
+  /** Scrollback lines kept, as created: the client sizes its buffer by it. */
+  get scrollback(): number {
+    return this.#scrollback;
+  }
+
   /** True while the alternate screen is active, as of the last byte written (not parsed). */
   get fullScreen(): boolean {
     return this.#scanner.fullScreen;
