@@ -113,6 +113,8 @@ export class TerminalService {
         confine: destination.confine,
       }),
     });
+    // An existing id is a reattach: the state table's check is the narrowing one, as on the WebSocket and the read route.
+    if (!created && (await this.narrowed(caller, session))) throw forbidden("source_narrowed", "This session's source no longer allows you to open it");
     return { session: session.info(), created };
   }
 

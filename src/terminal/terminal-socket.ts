@@ -80,7 +80,9 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
     return;
   }
   const { caller, session } = access;
-  if (ws.readyState !== ws.OPEN || session.destroyed) return;
+  if (ws.readyState !== ws.OPEN) return;
+  // Terminated while its access was being decided: answered like a session that was never there, not left open and mute.
+  if (session.destroyed) return void ws.close(CLOSE.notFound, "");
   const view = session.attach(
     {
       output: (bytes) => ws.send(bytes, { binary: true }),

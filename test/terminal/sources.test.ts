@@ -413,6 +413,9 @@ describe("reattach re-checks authority", () => {
     const after = await member.client.post(`${TERMINAL}/sessions/w/exec`, { command: `touch ${source.root}/after` });
     expect({ status: after.status, code: after.body.error.code }).toEqual({ status: 403, code: "source_narrowed" });
     expect([existsSync(join(source.root, "before")), existsSync(join(source.root, "after"))]).toEqual([true, false]);
+    // Asking to create it again is a reattach, and it is refused the same way (not 200 with the old readOnly: false).
+    const again = await createSession(member.client, { sourceSlug: "docs", id: "w" });
+    expect({ status: again.status, code: again.body.error?.code }).toEqual({ status: 403, code: "source_narrowed" });
   });
 
   test("a supervisor is held to the owner's current policy: no exec, and an attach only watches, once the source narrowed for the owner", async () => {
