@@ -118,9 +118,11 @@ export class SessionManager {
     return [...this.#sessions.values()].filter((s) => s.key.projectId === projectId && !s.destroyed).map((s) => s.info());
   }
 
-  /** Live sessions of a project, for the health route. */
-  count(projectId?: string): number {
-    return [...this.#sessions.values()].filter((s) => !s.destroyed && (projectId === undefined || s.key.projectId === projectId)).length;
+  /** Live sessions of a project (of one user in it when given), for the health route. */
+  count(projectId?: string, userId?: string): number {
+    return [...this.#sessions.values()].filter(
+      (s) => !s.destroyed && (projectId === undefined || s.key.projectId === projectId) && (userId === undefined || s.key.userId === userId),
+    ).length;
   }
 
   /** Destroy a session (DELETE or Terminate): kills the process group and removes scratch. */

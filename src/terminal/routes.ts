@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { AGENT_PACKAGE, FEATURES, requireFeature, requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { AGENT_PACKAGE, can, FEATURES, requireFeature, requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from "../pty/index.ts";
 import type { SourceEntry } from "./source-destinations.ts";
 import type { TerminalService } from "./terminal-service.ts";
@@ -37,7 +37,8 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
     .onTransform(requireJsonBody)
     .get("/health", ({ caller }) => ({
       status: "ok",
-      sessions: terminal.sessions.count(caller.project.id),
+      // Users never see each other's sessions, not even how many there are: only a supervisor counts the project's.
+      sessions: terminal.sessions.count(caller.project.id, can(caller, FEATURES.terminalSupervise) ? undefined : caller.user.id),
       uptimeSeconds: Math.floor((Date.now() - platform.startedAt) / 1000),
       confinement: options.confinement(),
     }))

@@ -18,6 +18,10 @@ describe("terminal sessions over HTTP", () => {
     expect(created.body).toMatchObject({ id: "root1", sourceSlug: "container-root", cwd: "/", cols: 100, rows: 30, readOnly: false, fullScreen: false, createdAt: expect.any(Number) });
     expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions.map((s: { id: string }) => s.id)).toEqual(["root1"]);
     expect((await owner.client.get(`${TERMINAL}/health`)).body.sessions).toBe(1);
+    // Users never see each other's sessions, not even their number; a supervisor counts the project's.
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    expect([(await member.client.get(`${TERMINAL}/health`)).body.sessions, (await admin.client.get(`${TERMINAL}/health`)).body.sessions]).toEqual([0, 1]);
     expect(scratchDirs(world.config.dataDir)).toHaveLength(1);
     const terminal = await attached(world, owner, "root1");
     await runAndSee(terminal, "echo read-$((6*7))", "read-42");
