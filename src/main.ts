@@ -1,7 +1,7 @@
 import { fileURLToPath } from "node:url";
 import { createApp, MAX_REQUEST_BODY_BYTES } from "./app.ts";
 import { localUrl, type HatchConfig } from "./config.ts";
-import { openDataDir, type OpenDatabase } from "./db/index.ts";
+import { claimDataDir, openDataDir, type OpenDatabase, type ServerClaim } from "./db/index.ts";
 import { createPlatform, DEFAULT_LOGIN_THROTTLE, FEATURES, hasFeature, loadSecretKey, LoginThrottle, platformRoutes, type Platform } from "./platform/index.ts";
 import { cachedProbe, dotenvFiles } from "./confine/index.ts";
 import { createTerminalPart, originPolicy, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
@@ -33,6 +33,17 @@ const INSTALL_DIR = fileURLToPath(new URL("..", import.meta.url));
  * Everything is built here and passed down; nothing below reads the environment.
  */
 export async function startHatch(config: HatchConfig, overrides: HatchOverrides = {}): Promise<Hatch> {
+  // First of all: a second server on this data dir would kill the live runs and sessions of the first as leftovers.
+  const claim = claimDataDir(config.dataDir);
+  try {
+    return await startOnClaimedDataDir(config, overrides, claim);
+  } catch (error) {
+    claim.release();
+    throw error;
+  }
+}
+
+async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverrides, claim: ServerClaim): Promise<Hatch> {
   const database = openDataDir(config.dataDir);
   for (const path of database.narrowed) console.warn(`hatch: ${path} was open to other users; narrowed it to its owner`);
   const platform = createPlatform({
@@ -109,6 +120,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     await companion.close();
     await webHost.stop(true);
     database.close();
+    claim.release();
   };
   return {
     platform,

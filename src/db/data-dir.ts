@@ -5,8 +5,8 @@ import { openDatabase, type OpenDatabase } from "./database.ts";
 /** Name of the SQLite file inside the data dir. */
 export const DATABASE_FILE = "hatch.db";
 /** Owner only: the data dir holds the database (password hashes, encrypted secrets, audit) and the key. */
-const PRIVATE_DIR = 0o700;
-const PRIVATE_FILE = 0o600;
+export const PRIVATE_DIR = 0o700;
+export const PRIVATE_FILE = 0o600;
 /** Group and other permission bits. */
 const OTHERS = 0o077;
 

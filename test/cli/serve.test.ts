@@ -1,10 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminCommands } from "../../src/cli/admin-commands.ts";
 import { runCli } from "../../src/cli/run-cli.ts";
+import { loadConfig } from "../../src/config.ts";
+import { startHatch } from "../../src/main.ts";
 import { hatchCliProcess } from "../helpers/cli.ts";
+import { waitFor } from "../helpers/wait-for.ts";
+import { commandWorkflow, fire, isAlive, issueToken, memberWithBareRuns, traceDir } from "../helpers/workflows.ts";
 import { startWorld } from "../helpers/world.ts";
 
 /** A data dir removed after the test. */
@@ -28,6 +32,34 @@ describe("starting the service", () => {
     expect(started.code).toBe(1);
     expect(started.err).toMatch(new RegExp(`^hatch: cannot start: .*${port}.* in use\\?\\n$`));
     expect((await world.anonymous().get("/api/auth/me")).status).toBe(401);
+  });
+
+  test("a second `serve` on a running server's data dir refuses to start, and the running server's work goes on", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, `echo $$ > ${dir}/started; sleep 300`);
+    const { token } = await issueToken(member.client, workflow.id);
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, "started")), "the run's command to start");
+    // On the running server's port, so that it stops either way; the data dir is what it is refused for, before it does anything there.
+    const started = await hatchCliProcess(world.config.dataDir, ["serve"], { HATCH_PORT: new URL(world.hatch.url).port, HATCH_COMPANION_PORT: "0" });
+    expect(started).toEqual({ code: 1, out: "", err: `hatch: cannot start: Cannot use the data dir ${world.config.dataDir}: another hatch server is running on it\n` });
+    // Nothing of the running server was taken for a crashed server's leftovers.
+    expect(isAlive(Number(readFileSync(join(dir, "started"), "utf8")))).toBe(true);
+    expect((await member.client.get(`/api/workflows/${workflow.id}/runs/${runId}`)).body.status).toBe("running");
+  });
+
+  test("a server that stopped, or failed to start, leaves its data dir free for the next", async () => {
+    using dir = tempDataDir();
+    const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir.path });
+    const first = await startHatch(config);
+    await expect(startHatch(config)).rejects.toThrow("another hatch server is running on it");
+    await first.stop();
+    await using holder = await startWorld();
+    await expect(startHatch({ ...config, port: Number(new URL(holder.hatch.url).port) })).rejects.toThrow("in use");
+    await using second = await startHatch(config);
+    expect((await fetch(`${second.url}/api/auth/me`)).status).toBe(401);
   });
 
   test("other commands answer a bad setting with exit 1 and one line too", async () => {
