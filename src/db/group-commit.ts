@@ -71,9 +71,11 @@ export class GroupCommit {
     const sqlite = db.$client;
     this.#savepoint = { begin: sqlite.prepare("SAVEPOINT group_write"), undo: sqlite.prepare("ROLLBACK TO group_write"), release: sqlite.prepare("RELEASE group_write") };
     // bun:sqlite's transaction keeps BEGIN, COMMIT and ROLLBACK prepared, and rolls back when the body or the COMMIT throws.
+    // IMMEDIATE: a deferred transaction whose first write follows a read (a run's number) gets SQLITE_BUSY at once,
+    // without the busy timeout, while another process (the CLI) writes; BEGIN IMMEDIATE waits for the lock instead.
     this.#transaction = sqlite.transaction((batch: QueuedWrite[]) => {
       for (const write of batch) this.#applyAlone(write);
-    });
+    }).immediate;
   }
 
   /**

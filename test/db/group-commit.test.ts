@@ -97,4 +97,22 @@ describe("group commit", () => {
     expect(commits.stats()).toEqual({ commits: 2, rollbacks: 0, writes: 4, failed: 0 });
     expect(() => new GroupCommit(database.db, { maxWrites: 0 })).toThrow(RangeError);
   });
+
+  test("a write that reads before it writes (a run's number) waits for another process's write, the CLI's say, instead of failing", async () => {
+    using database = scratchDatabase();
+    const script = `const { Database } = require("bun:sqlite");
+      const other = new Database(${JSON.stringify(database.path)});
+      other.exec("PRAGMA busy_timeout = 5000; BEGIN IMMEDIATE; INSERT INTO notes (value) VALUES ('from the other process')");
+      console.log("holding");
+      await Bun.sleep(300);
+      other.exec("COMMIT");`;
+    const other = Bun.spawn([process.execPath, "-e", script], { stdout: "pipe", stderr: "inherit" });
+    const lines = other.stdout.pipeThrough(new TextDecoderStream()).getReader();
+    expect((await lines.read()).value).toBe("holding\n");
+    const commits = new GroupCommit(database.db);
+    const count = database.sqlite.prepare("SELECT count(*) AS n FROM notes");
+    await commits.write(() => database.insert(`note ${(count.get() as { n: number }).n + 1}`));
+    expect(await other.exited).toBe(0);
+    expect(committedValues(database.reader)).toEqual(["from the other process", "note 2"]);
+  });
 });
