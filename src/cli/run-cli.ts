@@ -86,9 +86,16 @@ export async function runCli(
 }
 
 async function openPlatform(config: HatchConfig) {
-  const database = openDataDir(config.dataDir);
-  const platform = createPlatform({ db: database.db, secretKey: await loadSecretKey(config), sessionTtlMs: config.sessionTtlHours * 3600_000 });
-  return { platform, close: () => database.close() };
+  let database;
+  try {
+    database = openDataDir(config.dataDir);
+    const platform = createPlatform({ db: database.db, secretKey: await loadSecretKey(config), sessionTtlMs: config.sessionTtlHours * 3600_000 });
+    return { platform, close: database.close };
+  } catch (error) {
+    database?.close();
+    // A data dir that is a file, a database that is not one, a truncated key: the operator's to fix, one line as `serve` says it.
+    throw new HatchError("data_dir_unusable", 500, `Cannot open the data dir ${config.dataDir}: ${(error as Error).message}`);
+  }
 }
 
 function findCommand(argv: string[], commands: Command[]): Command | undefined {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
@@ -62,6 +62,20 @@ describe("the hatch CLI", () => {
     expect(weak.code).toBe(1);
     expect(weak.err).toContain("at least 8 characters");
     expect((await hatchCli(dir, ["admin", "setting", "get", "terminalMaxSessions", "--json"])).json().value).toBe(8);
+  });
+
+  test("a data dir, database or key file that cannot be opened stops a command with exit 1 and one line, no stack trace", async () => {
+    using dir = tempDataDir();
+    const notADir = join(dir, "not-a-dir");
+    writeFileSync(notADir, "");
+    const args = ["admin", "user", "add", "--email", "a@example.com", "--password", "a password 1"];
+    expect(await hatchCliProcess(notADir, args)).toEqual({ code: 1, out: "", err: `hatch: Cannot open the data dir ${notADir}: EEXIST: file already exists, mkdir '${notADir}'\n` });
+    const truncatedKey = join(dir, "truncated-key");
+    mkdirSync(truncatedKey);
+    writeFileSync(join(truncatedKey, "secret.key"), "");
+    const refused = await hatchCliProcess(truncatedKey, [...args, "--json"]);
+    expect({ code: refused.code, out: refused.out, lines: refused.err.split("\n").length }).toEqual({ code: 1, out: "", lines: 2 });
+    expect(JSON.parse(refused.err).error).toEqual({ code: "data_dir_unusable", message: expect.stringContaining(`Cannot use the key file ${join(truncatedKey, "secret.key")}: it holds 0 bytes of key`) });
   });
 
   test("the real CLI process exits non-zero with usage on bad arguments", async () => {
