@@ -13,6 +13,9 @@ export interface CliIo {
 /** Exit codes: 0 done, 1 the command failed, 2 bad arguments. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
+const SERVE_SUMMARY = "Run the service (web host and companion server)";
+const SERVE_USAGE = `usage: hatch serve\n${SERVE_SUMMARY}, configured by the HATCH_* environment variables (see the README)`;
+
 /** Run one CLI invocation against a command table; resolves to the exit code. */
 export async function runCli(
   argv: string[],
@@ -22,6 +25,15 @@ export async function runCli(
   const io = options.io ?? { out: (t) => console.log(t), err: (t) => console.error(t) };
   if (argv[0] === "serve") {
     if (!options.serve) return EXIT.usage;
+    if (argv.includes("--help")) {
+      io.out(SERVE_USAGE);
+      return EXIT.ok;
+    }
+    // Starting anyway would run the service on settings other than those the operator just typed.
+    if (argv.length > 1) {
+      io.err(`hatch: serve takes no arguments, its settings are HATCH_* variables: unexpected "${argv[1]}"\n\n${SERVE_USAGE}`);
+      return EXIT.usage;
+    }
     try {
       await options.serve(loadConfig(options.env));
     } catch (error) {
@@ -125,5 +137,5 @@ function commandUsage(command: Command): string {
 function usage(commands: Command[], prefix: string[]): string {
   const shown = commands.filter((c) => prefix.every((p, i) => c.path[i] === p));
   const list = (shown.length ? shown : commands).map((c) => `  hatch ${c.path.join(" ")}  ${c.summary}`);
-  return ["usage: hatch <command> [options] [--json]", "", "  hatch serve  Run the service (web host and companion server)", ...list].join("\n");
+  return ["usage: hatch <command> [options] [--json]", "", `  hatch serve  ${SERVE_SUMMARY}`, ...list].join("\n");
 }

@@ -62,6 +62,24 @@ describe("starting the service", () => {
     expect((await fetch(`${second.url}/api/auth/me`)).status).toBe(401);
   });
 
+  test("`serve` with an argument or flag stops with usage and exit 2 instead of starting on other settings; `serve --help` prints its usage", async () => {
+    const run = async (argv: string[]) => {
+      let started = false;
+      let out = "";
+      let err = "";
+      const code = await runCli(argv, adminCommands, { serve: async () => void (started = true), io: { out: (t) => (out += t), err: (t) => (err += t) } });
+      return { code, started, out, err };
+    };
+    const flagged = await run(["serve", "--port", "8080"]);
+    expect(flagged).toMatchObject({ code: 2, started: false, out: "" });
+    expect(flagged.err).toStartWith('hatch: serve takes no arguments, its settings are HATCH_* variables: unexpected "--port"\n\nusage: hatch serve\n');
+    expect(await run(["serve", "now"])).toMatchObject({ code: 2, started: false });
+    const help = await run(["serve", "--help"]);
+    expect(help).toMatchObject({ code: 0, started: false, err: "" });
+    expect(help.out).toStartWith("usage: hatch serve\nRun the service");
+    expect(await run(["serve"])).toMatchObject({ code: 0, started: true });
+  });
+
   test("other commands answer a bad setting with exit 1 and one line too", async () => {
     using dir = tempDataDir();
     let err = "";
