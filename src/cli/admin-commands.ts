@@ -1,5 +1,5 @@
 import { forbidden, notFound, Settings, type Platform } from "../platform/index.ts";
-import { str, type Command } from "./command.ts";
+import { str, UsageError, type Command } from "./command.ts";
 
 const project = { type: "string", required: true, description: "project slug" } as const;
 
@@ -150,6 +150,8 @@ export const adminCommands: Command[] = [
     ],
     options: {},
     run: async (ctx, _v, [key, value]) => {
+      // Number("") and Number(" ") are 0, which turns channelInboundFiresPerMinute's cap off: only digits are a value.
+      if (!/^-?\d+$/.test(value!)) throw new UsageError(`VALUE must be a whole number, not "${value}"`);
       const platform = await ctx.platform();
       const setting = platform.settings.set(key!, Number(value));
       platform.audit.write({ action: "settings.update", target: key!, detail: { value: setting.value, via: "cli" } });

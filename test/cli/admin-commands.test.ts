@@ -55,9 +55,16 @@ describe("the hatch CLI", () => {
     const unknownCommand = await hatchCli(dir, ["admin", "frobnicate"]);
     expect(unknownCommand.code).toBe(2);
     expect(unknownCommand.err).toContain("usage: hatch");
-    const badSetting = await hatchCli(dir, ["admin", "setting", "set", "terminalMaxSessions", "lots", "--json"]);
+    const badSetting = await hatchCli(dir, ["admin", "setting", "set", "terminalMaxSessions", "300", "--json"]);
     expect(badSetting.code).toBe(1);
     expect(JSON.parse(badSetting.err).error.code).toBe("invalid_setting");
+    // A value that is not a whole number is malformed, not out of range: Number("") is 0, which switches the channel fire cap off.
+    for (const value of ["", " ", "0x10", "1e1", "2.0", "lots"]) {
+      const malformed = await hatchCli(dir, ["admin", "setting", "set", "channelInboundFiresPerMinute", value]);
+      expect({ code: malformed.code, out: malformed.out }).toEqual({ code: 2, out: "" });
+      expect(malformed.err).toStartWith(`hatch: VALUE must be a whole number, not "${value}"\n\nusage: hatch admin setting set KEY VALUE`);
+    }
+    expect((await hatchCli(dir, ["admin", "setting", "get", "channelInboundFiresPerMinute", "--json"])).json().value).toBe(30);
     const weak = await hatchCli(dir, ["admin", "user", "add", "--email", "y@example.com", "--password", "short"]);
     expect(weak.code).toBe(1);
     expect(weak.err).toContain("at least 8 characters");
