@@ -61,7 +61,10 @@ export const adminCommands: Command[] = [
     options: { project, name: { type: "string", required: true, description: "role name" } },
     run: async (ctx, v) => {
       const platform = await ctx.platform();
-      return platform.roles.add(requireProject(platform, str(v, "project")).id, str(v, "name"));
+      const p = requireProject(platform, str(v, "project"));
+      const role = platform.roles.add(p.id, str(v, "name"));
+      platform.audit.write({ action: "role.add", projectId: p.id, target: role.name, detail: { via: "cli" } });
+      return role;
     },
     human: (r) => `created role ${(r as { name: string }).name}`,
   },
@@ -103,7 +106,9 @@ export const adminCommands: Command[] = [
       const p = requireProject(platform, str(v, "project"));
       if (v.clear) platform.roles.clearPackageAccess(p.id, str(v, "package"));
       else platform.roles.setPackageAccess(p.id, str(v, "package"), str(v, "feature"));
-      return { project: p.slug, package: str(v, "package"), feature: platform.roles.packageAccessFeature(p.id, str(v, "package")) };
+      const feature = platform.roles.packageAccessFeature(p.id, str(v, "package"));
+      platform.audit.write({ action: "package.access", projectId: p.id, target: str(v, "package"), detail: { feature, via: "cli" } });
+      return { project: p.slug, package: str(v, "package"), feature };
     },
     human: (r) => {
       const a = r as { package: string; feature: string | null };
@@ -124,7 +129,9 @@ export const adminCommands: Command[] = [
       const p = requireProject(platform, str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
       if (!platform.projects.roleOf(p.id, owner.id)) throw forbidden("not_a_member", `${owner.email} is not a member of ${p.slug}`);
-      return platform.agents.create(p.id, str(v, "name"), owner.id, v.shared === true);
+      const agent = platform.agents.create(p.id, str(v, "name"), owner.id, v.shared === true);
+      platform.audit.write({ action: "agent.add", userId: owner.id, projectId: p.id, agentId: agent.id, target: agent.name, detail: { via: "cli" } });
+      return agent;
     },
     human: (r) => `created agent ${(r as { name: string }).name} (${(r as { id: string }).id})`,
   },

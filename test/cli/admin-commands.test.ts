@@ -6,6 +6,7 @@ import { loadConfig } from "../../src/config.ts";
 import { startHatch } from "../../src/main.ts";
 import { hatchCli, hatchCliProcess } from "../helpers/cli.ts";
 import { HttpClient } from "../helpers/http-client.ts";
+import { startWorld } from "../helpers/world.ts";
 
 function tempDataDir(): string & Disposable {
   const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
@@ -42,6 +43,23 @@ describe("the hatch CLI", () => {
     expect(agent.json()).toMatchObject({ name: "helper", shared: false });
     expect((await hatchCli(dir, ["admin", "setting", "set", "terminalIdleShutdownMinutes", "5", "--json"])).json().value).toBe(5);
     expect((await hatchCli(dir, ["admin", "setting", "get", "terminalIdleShutdownMinutes"])).out).toContain("terminalIdleShutdownMinutes = 5 minutes");
+  });
+
+  test("roles, package access and agents the CLI adds or changes are audited, as the same changes over HTTP are", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const cli = (...argv: string[]) => hatchCli(world.config.dataDir, argv);
+    expect((await cli("admin", "role", "add", "--project", project.slug, "--name", "ops")).code).toBe(0);
+    expect((await cli("admin", "package-access", "--project", project.slug, "--package", "agent", "--feature", "agent.access")).code).toBe(0);
+    expect((await cli("admin", "package-access", "--project", project.slug, "--package", "agent", "--clear")).code).toBe(0);
+    const agent = (await cli("admin", "agent", "add", "--project", project.slug, "--name", "helper", "--owner", project.owner.email, "--json")).json();
+    const entries = world.platform.audit.query({ projectId: project.id }).reverse();
+    expect(entries.map(({ action, userId, agentId, target, detail }) => ({ action, userId, agentId, target, detail }))).toEqual([
+      { action: "role.add", userId: null, agentId: null, target: "ops", detail: { via: "cli" } },
+      { action: "package.access", userId: null, agentId: null, target: "agent", detail: { feature: "agent.access", via: "cli" } },
+      { action: "package.access", userId: null, agentId: null, target: "agent", detail: { feature: null, via: "cli" } },
+      { action: "agent.add", userId: project.owner.id, agentId: agent.id, target: "helper", detail: { via: "cli" } },
+    ]);
   });
 
   test("bad arguments print usage and exit non-zero, changing nothing", async () => {
