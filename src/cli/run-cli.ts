@@ -45,8 +45,14 @@ export async function runCli(
   }
   const command = findCommand(argv, commands);
   if (!command) {
-    io.err(usage(commands, argv.filter((a) => !a.startsWith("-"))));
-    return argv.length === 0 || argv.includes("--help") ? (argv.length === 0 ? EXIT.usage : EXIT.ok) : EXIT.usage;
+    const text = usage(commands, argv.filter((a) => !a.startsWith("-")));
+    // Asked for, it is the output (`hatch --help | less`), as a command's own --help is; otherwise it explains a refusal.
+    if (argv.includes("--help")) {
+      io.out(text);
+      return EXIT.ok;
+    }
+    io.err(text);
+    return EXIT.usage;
   }
   let parsed;
   try {

@@ -73,6 +73,12 @@ describe("the hatch CLI", () => {
     const unknownCommand = await hatchCli(dir, ["admin", "frobnicate"]);
     expect(unknownCommand.code).toBe(2);
     expect(unknownCommand.err).toContain("usage: hatch");
+    expect((await hatchCli(dir, [])).code).toBe(2);
+    // Help that was asked for is output, on stdout, for every level of the command tree.
+    for (const argv of [["--help"], ["admin", "--help"], ["admin", "user", "add", "--help"]]) {
+      const help = await hatchCli(dir, argv);
+      expect({ code: help.code, err: help.err, out: help.out.startsWith("usage: hatch ") }).toEqual({ code: 0, err: "", out: true });
+    }
     const badSetting = await hatchCli(dir, ["admin", "setting", "set", "terminalMaxSessions", "300", "--json"]);
     expect(badSetting.code).toBe(1);
     expect(JSON.parse(badSetting.err).error.code).toBe("invalid_setting");
