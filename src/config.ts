@@ -82,7 +82,8 @@ function port(env: Record<string, string | undefined>, name: string, fallback: n
 function positiveInt(env: Record<string, string | undefined>, name: string, fallback: number, max: number): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
+  // As for ports: Number() also reads "0x10", "1e3" and " 5 ", none of which anyone wrote as a number of hours.
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isInteger(value) || value <= 0 || value > max) throw new ConfigError(`Cannot use ${name}="${raw}": expected a whole number from 1 to ${max}`);
   return value;
 }

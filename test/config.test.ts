@@ -17,6 +17,7 @@ describe("configuration", () => {
     // A lifetime whose expiry date cannot exist (the login cookie could not be set) or that nobody means.
     expect(() => loadConfig({ HATCH_SESSION_TTL_HOURS: "3000000000" })).toThrow("from 1 to 87600");
     expect(loadConfig({ HATCH_SESSION_TTL_HOURS: "87600" }).sessionTtlHours).toBe(87600);
+    for (const raw of ["0x10", "1e3", " 5", "5.0", "0", "-5"]) expect(() => loadConfig({ HATCH_SESSION_TTL_HOURS: raw })).toThrow(`HATCH_SESSION_TTL_HOURS="${raw}"`);
     // Only 0 and 1: "true" must not silently mean "not in a container".
     expect(() => loadConfig({ HATCH_IN_CONTAINER: "true" })).toThrow('HATCH_IN_CONTAINER="true"');
     expect(loadConfig({ HATCH_IN_CONTAINER: "1" }).inContainer).toBe(true);
