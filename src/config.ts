@@ -51,9 +51,15 @@ const MAX_SESSION_TTL_HOURS = 24 * 365 * 10;
  * const config = loadConfig({ HATCH_PORT: "0", HATCH_DATA_DIR: tmp });
  */
 export function loadConfig(env: Record<string, string | undefined> = process.env, cwd = process.cwd()): HatchConfig {
+  const webPort = port(env, "HATCH_PORT", DEFAULT_PORT);
+  const companionPort = port(env, "HATCH_COMPANION_PORT", DEFAULT_COMPANION_PORT);
+  // Both servers bind it: the second would fail with "Is port N in use?", though nothing else holds it.
+  if (webPort !== 0 && webPort === companionPort) {
+    throw new ConfigError(`Cannot use HATCH_PORT and HATCH_COMPANION_PORT both ${webPort}: the web host and the companion server each need their own port`);
+  }
   return {
-    port: port(env, "HATCH_PORT", DEFAULT_PORT),
-    companionPort: port(env, "HATCH_COMPANION_PORT", DEFAULT_COMPANION_PORT),
+    port: webPort,
+    companionPort,
     host: env.HATCH_HOST?.trim() || "127.0.0.1",
     dataDir: resolve(cwd, env.HATCH_DATA_DIR?.trim() || "./data"),
     secretKey: env.HATCH_SECRET_KEY ? secretKey(env.HATCH_SECRET_KEY) : null,

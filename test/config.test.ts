@@ -12,6 +12,10 @@ describe("configuration", () => {
     expect(config).toMatchObject({ port: 8080, trustedProxies: ["10.0.0.1", "10.0.0.2"], shell: "/bin/zsh" });
     expect(() => loadConfig({ HATCH_PORT: "http" })).toThrow(ConfigError);
     expect(() => loadConfig({ HATCH_COMPANION_PORT: "70000" })).toThrow('HATCH_COMPANION_PORT="70000"');
+    // One port for both servers is a setting error, not a port some other process holds; 0 picks a free port for each.
+    expect(() => loadConfig({ HATCH_PORT: "8080", HATCH_COMPANION_PORT: "8080" })).toThrow("Cannot use HATCH_PORT and HATCH_COMPANION_PORT both 8080");
+    expect(() => loadConfig({ HATCH_COMPANION_PORT: "3100" })).toThrow(ConfigError);
+    expect(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0" })).toMatchObject({ port: 0, companionPort: 0 });
     // Number(" ") and Number("0x10") are numbers; neither is a port anyone wrote.
     for (const raw of [" ", "0x10", "1e3", "-1"]) expect(() => loadConfig({ HATCH_PORT: raw })).toThrow(ConfigError);
     // A lifetime whose expiry date cannot exist (the login cookie could not be set) or that nobody means.
