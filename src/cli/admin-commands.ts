@@ -102,6 +102,7 @@ export const adminCommands: Command[] = [
       clear: { type: "boolean", description: "detach the feature: every role sees the package" },
     },
     run: async (ctx, v) => {
+      if ((v.feature === undefined) === (v.clear === undefined)) throw new UsageError("give exactly one of --feature, --clear");
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
       if (v.clear) platform.roles.clearPackageAccess(p.id, str(v, "package"));

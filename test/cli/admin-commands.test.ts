@@ -1,8 +1,10 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
+import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
 import { hatchCli, hatchCliProcess } from "../helpers/cli.ts";
 import { HttpClient } from "../helpers/http-client.ts";
@@ -74,6 +76,17 @@ describe("the hatch CLI", () => {
     expect(unknownCommand.code).toBe(2);
     expect(unknownCommand.err).toContain("usage: hatch");
     expect((await hatchCli(dir, [])).code).toBe(2);
+    // Attach or detach, never both: which one was meant is not for the CLI to guess.
+    await hatchCli(dir, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"]);
+    await hatchCli(dir, ["admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com"]);
+    await hatchCli(dir, ["admin", "package-access", "--project", "p", "--package", "agent", "--feature", "agent.access"]);
+    for (const flags of [["--feature", "other.access", "--clear"], []]) {
+      const ambiguous = await hatchCli(dir, ["admin", "package-access", "--project", "p", "--package", "agent", ...flags]);
+      expect({ code: ambiguous.code, out: ambiguous.out }).toEqual({ code: 2, out: "" });
+      expect(ambiguous.err).toStartWith("hatch: give exactly one of --feature, --clear\n");
+    }
+    using stored = new Database(join(dir, DATABASE_FILE), { readonly: true });
+    expect(stored.query("SELECT package_slug, feature FROM package_access").all()).toEqual([{ package_slug: "agent", feature: "agent.access" }]);
     // Help that was asked for is output, on stdout, for every level of the command tree.
     for (const argv of [["--help"], ["admin", "--help"], ["admin", "user", "add", "--help"]]) {
       const help = await hatchCli(dir, argv);
