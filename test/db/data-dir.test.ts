@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { chmodSync, chownSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DATABASE_FILE, openDataDir } from "../../src/db/index.ts";
@@ -50,6 +50,26 @@ describe("the data dir", () => {
       expect(modeOf(dataDir)).toBe(0o500);
     } finally {
       chmodSync(dataDir, 0o700);
+    }
+  });
+
+  test("processes opening a new data dir at once (the server and CLI commands) all open it, and each migration is applied once", async () => {
+    const migrations = readdirSync(join(import.meta.dir, "../../drizzle")).filter((name) => name.endsWith(".sql")).length;
+    const script = (dataDir: string) =>
+      `const { openDataDir } = await import(${JSON.stringify(join(import.meta.dir, "../../src/db/index.ts"))}); try { openDataDir(${JSON.stringify(dataDir)}).close(); console.log("opened"); } catch (error) { console.log(error.message.split("\\n")[0]); }`;
+    // A race: several rounds of several processes, so that one that was lost to it shows.
+    for (let round = 0; round < 4; round++) {
+      using parent = openParent();
+      const dataDir = join(parent.path, "data");
+      const children = Array.from({ length: 5 }, () => Bun.spawn([process.execPath, "-e", script(dataDir)], { stdout: "pipe", stderr: "inherit" }));
+      const outcomes = await Promise.all(children.map((child) => new Response(child.stdout).text()));
+      expect(outcomes.map((out) => out.trim())).toEqual(children.map(() => "opened"));
+      const database = openDataDir(dataDir);
+      try {
+        expect(database.sqlite.query("SELECT count(*) AS n FROM __drizzle_migrations").get()).toEqual({ n: migrations });
+      } finally {
+        database.close();
+      }
     }
   });
 
