@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, linkSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
 /** Name of the generated key file inside the data dir. */
@@ -30,11 +30,28 @@ function keyFileBytes(path: string): Buffer<ArrayBuffer> {
 }
 
 function readOrCreateKeyFile(path: string): string {
-  if (!existsSync(path)) {
-    const key = Buffer.from(crypto.getRandomValues(new Uint8Array(KEY_FILE_BYTES))).toString("base64");
-    writeFileSync(path, key + "\n", { mode: 0o600, flag: "wx" });
-  }
+  if (!existsSync(path)) createKeyFile(path);
   // A key file readable by others is a leak waiting to happen; tighten it.
   if ((statSync(path).mode & 0o077) !== 0) chmodSync(path, 0o600);
   return readFileSync(path, "utf8").trim();
+}
+
+/**
+ * Write a new key beside `path`, then link it into place: the key file appears
+ * whole or not at all. Of two processes creating it at once (the server and
+ * the CLI on a new data dir), one links its key and the other reads that one;
+ * created in place, the other failed on EEXIST or read it still empty.
+ */
+function createKeyFile(path: string): void {
+  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(KEY_FILE_BYTES))).toString("base64") + "\n";
+  const staged = `${path}.${process.pid}.new`;
+  writeFileSync(staged, key, { mode: 0o600 });
+  try {
+    linkSync(staged, path);
+  } catch (error) {
+    // EEXIST: another process made it first, and its key is the one. Anything else: a file system without hard links, written in place as before.
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") writeFileSync(path, key, { mode: 0o600, flag: "wx" });
+  } finally {
+    rmSync(staged, { force: true });
+  }
 }

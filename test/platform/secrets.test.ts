@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadSecretKey } from "../../src/platform/index.ts";
@@ -26,6 +26,35 @@ describe("secrets", () => {
     await using world = await startWorld();
     expect(statSync(join(world.config.dataDir, "secret.key")).mode & 0o777).toBe(0o600);
     await expect(startWorld({ HATCH_SECRET_KEY: "short" })).rejects.toThrow("at least 32 characters");
+  });
+
+  test("processes generating the key file at once (the server and the CLI on a new data dir) all use the one key that was written", async () => {
+    // Each encrypts the same text under the same IV: the same ciphertext means the same key.
+    const script = (dataDir: string, at: number) => `
+      const { loadSecretKey } = await import(${JSON.stringify(join(import.meta.dir, "../../src/platform/index.ts"))});
+      await Bun.sleep(${at} - Date.now());
+      try {
+        const key = await loadSecretKey({ secretKey: null, dataDir: ${JSON.stringify(dataDir)} });
+        const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv: new Uint8Array(12) }, key, new TextEncoder().encode("probe"));
+        console.log(Buffer.from(sealed).toString("base64"));
+      } catch (error) {
+        console.log(error.message);
+      }`;
+    // A race: several rounds of several processes that start loading together, so that one that was lost to it shows.
+    for (let round = 0; round < 5; round++) {
+      const dataDir = mkdtempSync(join(tmpdir(), "hatch-key-"));
+      try {
+        const at = Date.now() + 500;
+        const children = Array.from({ length: 5 }, () => Bun.spawn([process.execPath, "-e", script(dataDir, at)], { stdout: "pipe", stderr: "inherit" }));
+        const outcomes = (await Promise.all(children.map((child) => new Response(child.stdout).text()))).map((out) => out.trim());
+        const [first] = outcomes;
+        expect(first).toMatch(/^[A-Za-z0-9+/]{28}=*$/);
+        expect(outcomes).toEqual(children.map(() => first!));
+        expect(readdirSync(dataDir)).toEqual(["secret.key"]);
+      } finally {
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    }
   });
 
   test("an empty or truncated key file is refused at start, not hashed into a key anyone can compute", async () => {
