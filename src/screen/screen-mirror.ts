@@ -100,6 +100,8 @@ export class ScreenMirror {
   /** No reconnect replays bytes before this: the end of the last full-screen app, or the last resize. */
   #replayFloor = 0;
   #lastResizeAt = 0;
+  /** Resizes so far: a snapshot asked for before one may have been taken before it. */
+  #resizes = 0;
   #writeWaiters: (() => void)[] = [];
   #drainWaiters: { backlog: number; resolve: () => void }[] = [];
   /** Why the parser thread can no longer answer, if it cannot. */
@@ -215,7 +217,8 @@ export class ScreenMirror {
    * runs. `offset` is exactly the number of bytes it reflects: once the
    * output written before the call is parsed, it is taken at the first point
    * between two sequences, so a flood cannot starve it; send
-   * `bytesSince(offset)` after it. When all output is parsed, a sequence
+   * `bytesSince(offset)` after it. It is at the size last set, even when a
+   * resize came while it was being taken. When all output is parsed, a sequence
    * left unfinished by the last PTY read is appended to `data`, so the
    * client's parser continues it.
    */
@@ -223,8 +226,12 @@ export class ScreenMirror {
     const deadline = performance.now() + SPLIT_SEQUENCE_WAIT_MS;
     for (;;) {
       this.#checkUsable("snapshot screen");
+      const resizes = this.#resizes;
       const [{ clean, ...taken }, base] = await this.#ask("snapshot screen", { kind: "snapshot" });
       taken.offset += base;
+      // A resize made meanwhile may have reached the parser thread after the snapshot was taken, at the
+      // same offset: such a snapshot would take back the size the client was just told. Take another.
+      if (this.#resizes !== resizes) continue;
       if (clean) return taken;
       // Parsing stopped inside a sequence: only the scanner, which has seen
       // the same bytes, knows its text, and only if nothing was written since.
@@ -251,6 +258,7 @@ export class ScreenMirror {
     this.#rows = rows;
     this.#replayFloor = this.#offset;
     this.#lastResizeAt = this.#offset;
+    this.#resizes++;
     this.#terminal.resize(cols, rows);
   }
 

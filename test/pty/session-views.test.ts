@@ -62,6 +62,19 @@ describe("session views", () => {
     expect(set.mayDrive(view, "ls\r")).toBe(true);
   });
 
+  test("a view whose snapshot is on its way while the session is resized ends at the new size, not the one the snapshot was taken at", async () => {
+    const { mirror, set } = views();
+    const sink = recordingSink();
+    set.attach(sink, { userId: "u", canWrite: false });
+    // Another view (or the resize route) resizes meanwhile, as PtySession.resize does.
+    mirror.resize(100, 30);
+    set.announce({ type: "resize", cols: 100, rows: 30 });
+    await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the snapshot");
+    // The view is told the new size first; a snapshot arriving after it must not take it back.
+    const sizes = sink.controls.filter((c) => c.type === "resize" || c.type === "snapshot").map((c) => [c.type, (c as { cols: number }).cols, (c as { rows: number }).rows]);
+    expect(sizes).toEqual([["resize", 100, 30], ["snapshot", 100, 30]]);
+  });
+
   test("while a snapshot is in flight to the lease holder its keys (typed ahead) get through; nobody else's do", async () => {
     const { set } = views();
     const holderSink = recordingSink();

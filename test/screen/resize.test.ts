@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ScreenMirror } from "../../src/screen/index.ts";
-import { MirrorUnderTest, attach, encode, expectSnapshotReproduces, feed, seededRandom } from "./mirror-fixture.ts";
+import { MirrorUnderTest, attach, encode, expectSnapshotReproduces, feed, replay, seededRandom } from "./mirror-fixture.ts";
 import { Terminal } from "@xterm/headless";
 import { parser } from "../helpers/parser-thread.ts";
 
@@ -50,6 +50,19 @@ describe("resize", () => {
     const { snapshot, client } = await attach(mirror);
     expect([snapshot.cols, snapshot.rows]).toEqual([40, 4]);
     expect(rowsOf(client)).toEqual(["abcdefghijklmnopqrst", "uvwxyz", ALPHABET, ""]);
+  });
+
+  test("a snapshot that resolves after a resize shows the new size, even if it was asked for before", async () => {
+    using mirror = new ScreenMirror({ parser, cols: 20, rows: 4, scrollback: 100 });
+    mirror.write(encode(`${ALPHABET}\r\n$ `));
+    await mirror.settled();
+    const asked = mirror.snapshot();
+    mirror.resize(40, 6);
+    const snapshot = await asked;
+    expect([snapshot.cols, snapshot.rows]).toEqual([40, 6]);
+    const client = await replay(snapshot, 100);
+    await feed(client, mirror.bytesSince(snapshot.offset)!);
+    expect(rowsOf(client)).toEqual(["abcdefghijklmnopqrst", "uvwxyz", "$ ", "", "", ""]);
   });
 
   test("a full-screen app stays whole when the terminal grows after it scrolled", async () => {
