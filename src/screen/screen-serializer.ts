@@ -26,7 +26,8 @@ const HIDE_CURSOR = "\x1b[?25l";
  * Serializes everything a client needs to show what the mirror shows, written
  * into a fresh terminal of the same size: scrollback (from the cache), the
  * normal screen, the alternate screen when a full-screen app runs, colours
- * and attributes, modes, the current SGR state and the cursor position.
+ * and attributes, modes, scroll regions, the current SGR state and the
+ * cursor position.
  *
  * The parts are joined so that each is written in the state its serializer
  * assumes: the history with a two-row scroll region, then a blank screen with
@@ -66,7 +67,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   if (fullScreen) {
     // The normal cursor goes first: DECSET 1049 saves it for the app's exit.
     const alternate = terminal.buffer.alternate;
-    data += moveCursor(normal, cols) + ENTER_ALT_SCREEN + CURSOR_HOME;
+    data += setRegion(terminal, "normal") + moveCursor(normal, cols) + ENTER_ALT_SCREEN + CURSOR_HOME;
     data += serializeRows({
       buffer: alternate,
       // Not always 0: after a shrink the alternate buffer keeps rows above the screen.
@@ -77,14 +78,40 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
       source: terminal,
     });
   }
-  data += moveCursor(terminal.buffer.active, cols);
+  // The region last: DECSTBM moves the cursor home, and the modes (origin mode) are set by now.
+  const active = fullScreen ? "alt" : "normal";
+  const originTop = terminal.modes.originMode ? scrollRegion(terminal, active).top : 0;
+  data += setRegion(terminal, active) + moveCursor(terminal.buffer.active, cols, originTop);
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
   return data;
 }
 
-/** CUP to the buffer's cursor; a cursor parked past the last column is shown on it. */
-function moveCursor(buffer: IBuffer, cols: number): string {
-  return `\x1b[${buffer.cursorY + 1};${Math.min(buffer.cursorX, cols - 1) + 1}H`;
+/**
+ * CUP to the buffer's cursor, counted from `top` (the region's top row in
+ * origin mode); a cursor parked past the last column is shown on it.
+ */
+function moveCursor(buffer: IBuffer, cols: number, top = 0): string {
+  return `\x1b[${buffer.cursorY - top + 1};${Math.min(buffer.cursorX, cols - 1) + 1}H`;
+}
+
+/**
+ * DECSTBM to a buffer's scroll region, or "" for the whole screen. Programs
+ * set a region once and scroll inside it for as long as they run (apt's
+ * progress line, tmux's panes), so a client without it scrolls what they draw
+ * across the whole screen.
+ */
+function setRegion(terminal: Terminal, buffer: "normal" | "alt"): string {
+  const { top, bottom } = scrollRegion(terminal, buffer);
+  return top === 0 && bottom === terminal.rows - 1 ? "" : `\x1b[${top + 1};${bottom + 1}r`;
+}
+
+/** A buffer's scroll region (0-based rows); xterm.js keeps one per buffer and exposes it only internally. */
+function scrollRegion(terminal: Terminal, buffer: "normal" | "alt"): { top: number; bottom: number } {
+  const core = (terminal as unknown as { _core?: { buffers?: Record<typeof buffer, { scrollTop?: unknown; scrollBottom?: unknown }> } })._core;
+  const { scrollTop, scrollBottom } = core?.buffers?.[buffer] ?? {};
+  const top = typeof scrollTop === "number" ? scrollTop : 0;
+  const bottom = typeof scrollBottom === "number" ? scrollBottom : terminal.rows - 1;
+  return { top, bottom };
 }
 
 function isCursorHidden(terminal: Terminal): boolean {

@@ -27,6 +27,9 @@ function shellOutput(random: () => number, lines: number, cols: number): string 
   return out;
 }
 
+/** A full-screen app's frame: a title row and a status row around the rows it scrolls. */
+const DRAW_TOP = "\x1b[?1049h\x1b[H\x1b[2J\x1b[7mtitle\x1b[K\x1b[0m\x1b[10;1Hstatus";
+
 describe("snapshots", () => {
   test("a snapshot carries size, cursor position, colours and the attributes left active", async () => {
     using subject = new MirrorUnderTest({ cols: 60, rows: 8, scrollback: 100 });
@@ -90,6 +93,25 @@ describe("snapshots", () => {
     subject.write("\x1b[?1049l");
     await Promise.all([feed(client, "\x1b[?1049l"), subject.settled()]);
     expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+  });
+
+  test("a scroll region stays in force after a snapshot: apt's progress line, a full-screen app's panes with origin mode, the shell's under an app", async () => {
+    const cases: Record<string, [setup: string, after: string]> = {
+      // apt reserves the last row for its progress bar and scrolls the output above it.
+      apt: ["\x1b7\x1b[1;9r\x1b8\x1b[9;1HSetting up a\x1b7\x1b[10;1H\x1b[42mProgress: [ 40%]\x1b[0m\x1b8", "\r\nSetting up b\r\nSetting up c"],
+      // tmux sets a pane's region once and keeps scrolling inside it.
+      pane: [`${DRAW_TOP}\x1b[3;8r\x1b[?6h\x1b[6;1Hin the pane`, "\r\nscrolled\r\nagain\r\nand again"],
+      // The normal screen keeps its region under a full-screen app, for when it quits.
+      under: ["\x1b[1;9r\x1b[9;1HSetting up a\x1b[?1049h\x1b[Hpager", "\x1b[?1049l\r\nSetting up b\r\nSetting up c"],
+    };
+    for (const [setup, after] of Object.values(cases)) {
+      using subject = new MirrorUnderTest({ cols: 30, rows: 10, scrollback: 100 });
+      subject.write(setup);
+      const { client } = await expectSnapshotReproduces(subject, expect);
+      subject.write(after);
+      await Promise.all([feed(client, after), subject.settled()]);
+      expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+    }
   });
 
   test("a snapshot is taken even while output keeps arriving faster than it is parsed", async () => {
