@@ -23,6 +23,9 @@ const PARAM_CAP = 100_000;
 /** Code point class that xterm.js gives every code point at or above U+00A0. */
 const NON_ASCII = 0xa0;
 
+/** U+FEFF, which xterm.js's UTF-8 decoder drops. */
+const BYTE_ORDER_MARK = 0xfeff;
+
 /**
  * Bytes of an unfinished sequence kept so a snapshot can hand them on. An
  * unfinished sequence longer than this (a large OSC 52 or image) is given up
@@ -56,6 +59,8 @@ export class StreamScanner {
   /** Continuation bytes still expected for the current UTF-8 character. */
   #utf8Need = 0;
   #utf8Lead = 0;
+  /** The current UTF-8 character's code point, as far as its bytes have come. */
+  #utf8Value = 0;
   #charStart = 0;
   #seqStart = 0;
   #prefix = 0;
@@ -125,7 +130,8 @@ export class StreamScanner {
   #byte(byte: number, at: number): void {
     if (this.#utf8Need > 0) {
       if ((byte & 0xc0) === 0x80) {
-        if (--this.#utf8Need === 0) {
+        this.#utf8Value = (this.#utf8Value << 6) | (byte & 0x3f);
+        if (--this.#utf8Need === 0 && !droppedByXterm(this.#utf8Lead, this.#utf8Value)) {
           // U+0080..U+009F arrive as C2 80..C2 9F and are C1 controls to xterm.js.
           this.#codePoint(this.#utf8Lead === 0xc2 && byte < NON_ASCII ? byte : NON_ASCII, this.#charStart, at + 1);
         }
@@ -140,6 +146,7 @@ export class StreamScanner {
     } else if (byte >= 0xc2 && byte <= 0xf4) {
       this.#utf8Lead = byte;
       this.#utf8Need = byte < 0xe0 ? 1 : byte < 0xf0 ? 2 : 3;
+      this.#utf8Value = byte & (byte < 0xe0 ? 0x1f : byte < 0xf0 ? 0x0f : 0x07);
     }
     // Other bytes are never valid UTF-8 lead bytes; xterm.js skips them too.
   }
@@ -294,4 +301,16 @@ export class StreamScanner {
       this.#tailBytes = 0;
     }
   }
+}
+
+/**
+ * Whether xterm.js's UTF-8 decoder drops the character rather than passing
+ * it on: an overlong form, a surrogate, a byte order mark or a code point
+ * past U+10FFFF. A dropped character leaves its parser state as it was (an
+ * escape sequence goes on), where any other would end the sequence.
+ */
+function droppedByXterm(lead: number, codePoint: number): boolean {
+  if (lead < 0xe0) return false; // C0 and C1, the overlong two-byte leads, are never taken as leads
+  if (lead < 0xf0) return codePoint < 0x800 || (codePoint >= 0xd800 && codePoint <= 0xdfff) || codePoint === BYTE_ORDER_MARK;
+  return codePoint < 0x10000 || codePoint > 0x10ffff;
 }

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { ScreenMirror } from "../../src/screen/index.ts";
-import { MirrorUnderTest, encode, expectSnapshotReproduces, feed, freshTerminal, replay, screenState } from "./mirror-fixture.ts";
+import { MirrorUnderTest, concat, encode, expectSnapshotReproduces, feed, freshTerminal, replay, screenState } from "./mirror-fixture.ts";
 import { parser } from "../helpers/parser-thread.ts";
 
 /** What a full-screen app such as htop draws: modes (cursor keys, mouse), clear, a coloured title bar, rows of text, the cursor parked. */
@@ -99,6 +99,8 @@ describe("full-screen apps", () => {
       ["\x1bP[?1049h\x1b\\", false], // inside a DCS string
       ["\x1b[?1049\x18h", false], // CAN cancels the sequence
       ["\x1b[?104ä9h", false], // a printable non-ASCII character breaks the sequence
+      ["\x1b[?104\ufeff9h", true], // xterm.js's decoder drops a BOM, so it does not
+      ["\x1b\ufeff[?1049h", true],
       ["\x1b(c", false], // ESC ( c designates a charset; it is not RIS
     ];
     for (const [sequence, fullScreen] of cases) {
@@ -117,6 +119,16 @@ describe("full-screen apps", () => {
         await subject.settled();
         expect({ sequence, xterm: subject.reference.buffer.active.type === "alternate" }).toEqual({ sequence, xterm: fullScreen });
       }
+    }
+  });
+
+  test("bytes xterm.js's decoder drops (overlong forms, surrogates, past U+10FFFF) leave a sequence going, as in xterm.js", async () => {
+    const dropped = [[0xe0, 0x80, 0x9b], [0xed, 0xa0, 0x80], [0xf0, 0x80, 0x80, 0x9b], [0xf4, 0x90, 0x80, 0x80]];
+    for (const bytes of dropped) {
+      using subject = new MirrorUnderTest({ cols: 40, rows: 10, scrollback: 100 });
+      subject.write(concat(encode("\x1b[?10"), Uint8Array.from(bytes), encode("49h")));
+      await subject.settled();
+      expect({ bytes, fullScreen: subject.mirror.fullScreen, xterm: subject.reference.buffer.active.type }).toEqual({ bytes, fullScreen: true, xterm: "alternate" });
     }
   });
 
