@@ -220,7 +220,8 @@ export class ScreenMirror {
    * `bytesSince(offset)` after it. It is at the size last set, even when a
    * resize came while it was being taken. When all output is parsed, a sequence
    * left unfinished by the last PTY read is appended to `data`, so the
-   * client's parser continues it.
+   * client's parser continues it, and a character left unfinished is left
+   * out of `offset`, so its bytes come after.
    */
   async snapshot(): Promise<ScreenSnapshot> {
     const deadline = performance.now() + SPLIT_SEQUENCE_WAIT_MS;
@@ -236,10 +237,14 @@ export class ScreenMirror {
       // Parsing stopped inside a sequence: only the scanner, which has seen
       // the same bytes, knows its text, and only if nothing was written since.
       if (taken.offset !== this.#offset) continue;
+      // A character cut in two by the last read is not on the screen yet, so the snapshot also shows
+      // the stream just before it: counted from there, the client gets all its bytes after the snapshot.
+      const splitCharacter = this.#scanner.splitCharacterStart;
+      if (splitCharacter !== null && this.bytesSince(splitCharacter) !== null) return { ...taken, offset: splitCharacter };
       const pending = this.#scanner.pendingText();
       const waitLeft = deadline - performance.now();
       if (pending !== null || waitLeft <= 0) {
-        // Past the deadline an unfinished character is left out: the client
+        // Past the deadline a character unfinished inside a sequence is left out: the client
         // may show one garbled character rather than never attaching.
         return { ...taken, data: taken.data + (pending ?? "") };
       }

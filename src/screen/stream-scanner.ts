@@ -111,6 +111,15 @@ export class StreamScanner {
   }
 
   /**
+   * Stream offset where a UTF-8 character cut off at the end of the stream
+   * began, or null unless the stream ends inside a character between
+   * sequences. Such a character has not reached the screen yet.
+   */
+  get splitCharacterStart(): number | null {
+    return this.#state === GROUND && this.#utf8Need > 0 ? this.#charStart : null;
+  }
+
+  /**
    * The unfinished sequence at the end of the stream as text ("" when the
    * stream ends cleanly), or null when it cannot be given as text: it ends
    * inside a UTF-8 character, or it grew past what is kept.

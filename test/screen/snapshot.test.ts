@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { MirrorUnderTest, encode, expectSnapshotReproduces, feed, replay, screenState, seededRandom } from "./mirror-fixture.ts";
+import { MirrorUnderTest, attach, concat, encode, expectSnapshotReproduces, feed, replay, screenState, seededRandom } from "./mirror-fixture.ts";
 
 // No SGR 2 (dim): addon-serialize 0.14 ends bold with it (see row-serializer.ts).
 const SGR = ["31", "1;32", "44", "48;5;202", "38;2;10;20;30", "7", "4", "3;9", "0", "49", "53", "97;41", "5", "8"];
@@ -170,6 +170,19 @@ describe("snapshots", () => {
 
     const client = await replay(snapshot, 100);
     expect(client.buffer.active.getLine(0)?.translateToString(true)).toBe("price: €");
+  });
+
+  test("a snapshot taken while the program stalls inside a UTF-8 character leaves nothing out: the client gets all its bytes after it", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
+    const han = encode("日");
+    // A PTY paused by flow control can stop mid-character for as long as a view lags.
+    subject.write(concat(encode("text: "), han.subarray(0, 2)));
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    subject.write(concat(han.subarray(2), encode("本")));
+    await Promise.all([feed(client, concat(han.subarray(2), encode("本"))), subject.settled()]);
+    expect(client.buffer.active.getLine(0)?.translateToString(true)).toBe("text: 日本");
+    expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
   });
 
   test("an OSC title split across reads is continued by the client", async () => {
