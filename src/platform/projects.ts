@@ -80,12 +80,20 @@ export class Projects {
   setMember(projectId: string, userId: string, role: string): void {
     const known = this.db.select().from(roles).where(and(eq(roles.projectId, projectId), eq(roles.name, role))).get();
     if (!known) throw badRequest("unknown_role", `Cannot add member: the project has no role "${role}"`);
+    // Only an owner grants roles the admin role lacks or attaches package access: a project without one is stuck.
+    if (role !== "owner" && this.roleOf(projectId, userId) === "owner" && this.#ownerCount(projectId) === 1) {
+      throw conflict("last_owner", "Cannot change the role of the project's only owner: make another member owner first");
+    }
     this.db
       .insert(members)
       .values({ projectId, userId, role, createdAt: Date.now() })
       .onConflictDoUpdate({ target: [members.projectId, members.userId], set: { role } })
       .run();
     this.changes.notify({ projectId });
+  }
+
+  #ownerCount(projectId: string): number {
+    return this.db.select({ n: sql<number>`count(*)` }).from(members).where(and(eq(members.projectId, projectId), eq(members.role, "owner"))).get()!.n;
   }
 
   /** The role a user holds in a project, or null when not a member. */

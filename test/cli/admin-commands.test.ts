@@ -25,6 +25,11 @@ describe("the hatch CLI", () => {
     await hatchCli(dir, ["admin", "user", "add", "--email", "member@example.com", "--password", "member pass 1"]);
     const member = await hatchCli(dir, ["admin", "member", "add", "--project", "demo", "--email", "member@example.com", "--role", "member", "--json"]);
     expect(member.json()).toEqual({ project: "demo", email: "member@example.com", role: "member" });
+    // The only owner cannot be demoted: nobody could grant what only an owner grants any more. With a second owner they can.
+    const demoted = await hatchCli(dir, ["admin", "member", "add", "--project", "demo", "--email", "owner@example.com", "--role", "admin"]);
+    expect({ code: demoted.code, err: demoted.err.trim() }).toEqual({ code: 1, err: expect.stringContaining("Cannot change the role of the project's only owner") });
+    expect((await hatchCli(dir, ["admin", "member", "add", "--project", "demo", "--email", "member@example.com", "--role", "owner"])).code).toBe(0);
+    expect((await hatchCli(dir, ["admin", "member", "add", "--project", "demo", "--email", "member@example.com", "--role", "member"])).code).toBe(0);
 
     await using hatch = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir }));
     const client = new HttpClient(hatch.url);
