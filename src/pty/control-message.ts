@@ -1,6 +1,6 @@
 /** JSON text frames the server sends on a terminal WebSocket (binary frames carry output). */
 export type ControlMessage =
-  | { type: "hello"; viewId: string; sessionId: string; readOnly: boolean; cols: number; rows: number; scrollback: number }
+  | { type: "hello"; viewId: string; sessionId: string; instance: string; readOnly: boolean; cols: number; rows: number; scrollback: number }
   | { type: "snapshot"; data: string; cols: number; rows: number; offset: number; fullScreen: boolean }
   | { type: "replay"; from: number; to: number }
   | { type: "readOnly" }

@@ -1,5 +1,6 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { ScreenMirror, type ParserThread } from "../screen/index.ts";
+import { randomToken } from "../platform/index.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
 import { shellInForeground } from "./foreground-program.ts";
 import { InputGuard } from "./input-guard.ts";
@@ -73,6 +74,8 @@ export class PtySession {
   readonly mirror: ScreenMirror;
   readonly views: SessionViews;
   readonly createdAt: number;
+  /** This run of the session id: reconnect offsets count in it (see ViewHost.instance). */
+  readonly instance = randomToken(9);
   lastActivityAt: number;
   #process: PtyProcess;
   #lastOutputAt = 0;
@@ -95,6 +98,7 @@ export class PtySession {
     this.mirror = new ScreenMirror({ cols: options.cols, rows: options.rows, scrollback: options.scrollback, parser: options.parser });
     this.views = new SessionViews(options.key.id, {
       mirror: this.mirror,
+      instance: this.instance,
       pauseOutput: () => this.#pause("lease"),
       resumeOutput: () => this.#resume("lease"),
     });

@@ -18,11 +18,18 @@ export interface ViewOptions {
   canWrite: boolean;
   /** Last output offset this client saw (reconnect); absent for a first connection. */
   since?: number;
+  /** The session instance `since` counts in (from its hello); another one's offset is ignored. */
+  instance?: string;
 }
 
 /** What the views need from their session. */
 export interface ViewHost {
   readonly mirror: ScreenMirror;
+  /**
+   * Names this run of the session: an id ended and created again starts a new
+   * output stream, whose offsets say nothing about the old one's.
+   */
+  readonly instance: string;
   /** Pause the PTY; false when it cannot be paused right now. */
   pauseOutput(): boolean;
   resumeOutput(): void;
@@ -98,12 +105,16 @@ export class SessionViews {
     const view = new View(`v${++this.#counter}`, options, sink);
     this.#views.set(view.id, view);
     const { mirror } = this.host;
-    sink.control({ type: "hello", viewId: view.id, sessionId: this.sessionId, readOnly: !options.canWrite, cols: mirror.cols, rows: mirror.rows, scrollback: mirror.scrollback });
+    const { instance } = this.host;
+    sink.control({ type: "hello", viewId: view.id, sessionId: this.sessionId, instance, readOnly: !options.canWrite, cols: mirror.cols, rows: mirror.rows, scrollback: mirror.scrollback });
     if (!options.canWrite) sink.control({ type: "readOnly" });
+    // An offset is only a resume point in the stream it was counted in: from another (or unnamed) one, the
+    // bytes past it would be a slice of a different session's output, cut anywhere. The view gets a snapshot.
+    const since = options.instance === instance ? options.since : undefined;
     // A full-screen app is never replayed as bytes, even when nothing was missed: the view gets its screen.
-    const missed = options.since === undefined || mirror.fullScreen ? null : mirror.missedSince(options.since);
+    const missed = since === undefined || mirror.fullScreen ? null : mirror.missedSince(since);
     if (missed) {
-      sink.control({ type: "replay", from: options.since!, to: options.since! + missed.length });
+      sink.control({ type: "replay", from: since!, to: since! + missed.length });
       this.#send(view, missed);
     } else {
       this.#catchUp(view);

@@ -90,7 +90,7 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
       close: (code, reason) => ws.close(code, reason),
       buffered: () => ws.bufferedAmount,
     },
-    { userId: caller.user.id, canWrite: access.canWrite, since: upgrade.since },
+    { userId: caller.user.id, canWrite: access.canWrite, since: upgrade.since, instance: upgrade.instance },
   );
   audit(platform, caller, session, "attach");
   // Access is decided again before input, resize and take control, and every accessRecheckMs for a view that only watches:

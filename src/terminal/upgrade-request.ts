@@ -2,6 +2,8 @@
 export interface TerminalUpgrade {
   sessionId: string;
   since: number | undefined;
+  /** The session instance `since` was counted in (the hello's `instance`). */
+  instance: string | undefined;
   agentId: string | undefined;
   userId: string | undefined;
   cookie: string | undefined;
@@ -31,10 +33,11 @@ export function parseTerminalUpgrade(headers: Record<string, string | string[] |
   const since = params.get("since");
   const agentId = params.get("agentId") ?? undefined;
   const userId = params.get("userId") ?? undefined;
+  const instance = params.get("instance") ?? undefined;
   if (since !== null && !/^\d{1,15}$/.test(since)) return "bad_query";
-  if ((agentId !== undefined && !QUERY_VALUE.test(agentId)) || (userId !== undefined && !QUERY_VALUE.test(userId))) return "bad_query";
+  if ([agentId, userId, instance].some((value) => value !== undefined && !QUERY_VALUE.test(value))) return "bad_query";
   const cookie = headers.cookie;
-  return { sessionId: match[1]!, since: since === null ? undefined : Number(since), agentId, userId, cookie: typeof cookie === "string" ? cookie : undefined };
+  return { sessionId: match[1]!, since: since === null ? undefined : Number(since), instance, agentId, userId, cookie: typeof cookie === "string" ? cookie : undefined };
 }
 
 /** The value of one cookie from a Cookie header. */

@@ -11,6 +11,8 @@ export type Control = { type: string; [key: string]: any };
 /** Options for opening a terminal WebSocket. */
 export interface OpenOptions {
   since?: number;
+  /** The session instance `since` counts in: the earlier connection's `instance`. */
+  instance?: string;
   agentId?: string;
   userId?: string;
   /** Acknowledge output as it arrives (default true), like a browser widget that keeps up. */
@@ -29,6 +31,8 @@ export class TerminalClient {
   /** The last snapshot's serialized screen and scrollback (empty after a replay). */
   screen = "";
   offset = 0;
+  /** The session instance from the hello: a reconnect sends it with `since`. */
+  instance = "";
   /** The largest binary frame received, in bytes. */
   largestFrame = 0;
   closeCode: number | null = null;
@@ -61,6 +65,7 @@ export class TerminalClient {
       }
       const message = JSON.parse(data.toString()) as Control;
       this.controls.push(message);
+      if (message.type === "hello") this.instance = message.instance;
       if (message.type === "snapshot") {
         this.offset = message.offset;
         this.screen = message.data;
@@ -78,6 +83,7 @@ export class TerminalClient {
   static async open(companionUrl: string, client: HttpClient | null, sessionId: string, options: OpenOptions = {}): Promise<TerminalClient> {
     const query = new URLSearchParams();
     if (options.since !== undefined) query.set("since", String(options.since));
+    if (options.instance !== undefined) query.set("instance", options.instance);
     if (options.agentId) query.set("agentId", options.agentId);
     if (options.userId) query.set("userId", options.userId);
     const url = `${companionUrl.replace(/^http/, "ws")}/ws/terminal/${sessionId}${query.size ? `?${query}` : ""}`;

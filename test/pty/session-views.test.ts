@@ -29,7 +29,7 @@ function queuingSink() {
 function views() {
   const mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 100 });
   const pauses: string[] = [];
-  const set = new SessionViews("s", { mirror, pauseOutput: () => (pauses.push("pause"), true), resumeOutput: () => void pauses.push("resume") });
+  const set = new SessionViews("s", { mirror, instance: "i1", pauseOutput: () => (pauses.push("pause"), true), resumeOutput: () => void pauses.push("resume") });
   return { mirror, set, pauses };
 }
 
@@ -221,7 +221,7 @@ describe("session views", () => {
   test("a view that cannot be sent a snapshot is closed with 1011 instead of being left without output", async () => {
     const thread = new ParserThread();
     const mirror = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
-    const set = new SessionViews("s", { mirror, pauseOutput: () => true, resumeOutput: () => {} });
+    const set = new SessionViews("s", { mirror, instance: "i1", pauseOutput: () => true, resumeOutput: () => {} });
     thread.dispose();
     const closes: [number, string][] = [];
     const errors: string[] = [];

@@ -59,7 +59,7 @@ describe("the terminal WebSocket", () => {
     writeFileSync(go, "");
     const read = () => owner.client.get("/api/packages/agent/terminal/sessions/s/read");
     await waitFor(async () => (await read()).body.lines.some((l: string) => l === "missed-5"), "output produced while detached");
-    const again = await openTerminal(world, owner, "s", { since: offset });
+    const again = await openTerminal(world, owner, "s", { since: offset, instance: first.instance });
     const replay = await again.control("replay");
     await again.sees("missed-5");
     expect(replay.from).toBe(offset);
@@ -68,6 +68,32 @@ describe("the terminal WebSocket", () => {
     expect(again.output).not.toContain("first-2");
     expect(again.output).not.toContain("until [");
     expect(again.offset).toBe(replay.to);
+  });
+
+  test("an offset from an earlier session under the same id, or from no named instance, gets a snapshot, never a slice of the new output", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "again" });
+    const first = await attached(world, owner, "again");
+    await runAndSee(first, "echo old-$((1+1))", "old-2");
+    const { offset, instance } = first;
+    first.close();
+    await first.closed;
+    expect((await owner.client.delete(`${TERMINAL}/sessions/again`)).status).toBe(200);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "again" });
+    const second = await attached(world, owner, "again");
+    // The new run writes well past the old offset, so a bare byte count would find "missed" bytes to replay.
+    await runAndSee(second, `printf 'new-%.0s' $(seq 1 ${Math.ceil(offset / 4) + 50}); echo; echo new-$((2+2))`, "new-4");
+    expect(second.instance).not.toBe(instance);
+    second.close();
+    await second.closed;
+    for (const resume of [{ since: offset, instance }, { since: offset }]) {
+      const stale = await openTerminal(world, owner, "again", resume);
+      const snapshot = await stale.control("snapshot");
+      expect({ resume, replayed: stale.controls.some((c) => c.type === "replay"), shows: snapshot.data.includes("new-4") }).toEqual({ resume, replayed: false, shows: true });
+      stale.close();
+      await stale.closed;
+    }
   });
 
   test("a reconnect during a full-screen program gets a snapshot that renders it", async () => {
@@ -81,7 +107,7 @@ describe("the terminal WebSocket", () => {
     const offset = first.offset;
     first.close();
     await first.closed;
-    const again = await openTerminal(world, owner, "fs", { since: offset });
+    const again = await openTerminal(world, owner, "fs", { since: offset, instance: first.instance });
     const snapshot = await again.control("snapshot");
     expect(snapshot.fullScreen).toBe(true);
     expect(snapshot.data).toContain("FULL-SCREEN-APP");

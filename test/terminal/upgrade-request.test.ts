@@ -3,10 +3,11 @@ import { RejectionLog } from "../../src/terminal/rejection-log.ts";
 import { cookieValue, parseTerminalUpgrade } from "../../src/terminal/upgrade-request.ts";
 
 describe("parsing a terminal upgrade", () => {
-  test("a well-formed upgrade yields the session id, offset, agent, user and cookie", () => {
-    expect(parseTerminalUpgrade({ host: "hatch.example:3101", cookie: "a=1; hatch_session=abc" }, "/ws/terminal/s-1_x?since=42&agentId=ag1&userId=u1")).toEqual({
+  test("a well-formed upgrade yields the session id, offset and its instance, agent, user and cookie", () => {
+    expect(parseTerminalUpgrade({ host: "hatch.example:3101", cookie: "a=1; hatch_session=abc" }, "/ws/terminal/s-1_x?since=42&instance=Ab-9_x&agentId=ag1&userId=u1")).toEqual({
       sessionId: "s-1_x",
       since: 42,
+      instance: "Ab-9_x",
       agentId: "ag1",
       userId: "u1",
       cookie: "a=1; hatch_session=abc",
@@ -24,6 +25,7 @@ describe("parsing a terminal upgrade", () => {
     expect(parseTerminalUpgrade(ok, "/ws/other/s")).toBe("bad_path");
     expect(parseTerminalUpgrade(ok, "/ws/terminal/s?since=-1")).toBe("bad_query");
     expect(parseTerminalUpgrade(ok, "/ws/terminal/s?agentId=a%20b")).toBe("bad_query");
+    expect(parseTerminalUpgrade(ok, "/ws/terminal/s?since=1&instance=a.b")).toBe("bad_query");
   });
 });
 
