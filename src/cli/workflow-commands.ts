@@ -1,6 +1,6 @@
 import { localUrl } from "../config.ts";
 import { WebhookTokens } from "../fire/index.ts";
-import { forbidden, hasFeature, notFound, type Platform } from "../platform/index.ts";
+import { AGENT_PACKAGE, forbidden, hasFeature, notFound, type Platform } from "../platform/index.ts";
 import {
   createWorkflowStores,
   MAX_TIMEOUT_SECONDS,
@@ -71,8 +71,13 @@ export const workflowCommands: Command[] = [
       const role = platform.projects.roleOf(project.id, owner.id);
       if (!role) throw forbidden("not_a_member", `${owner.email} is not a member of ${project.slug}`);
       // What the HTTP route and every run check: the runs execute as the owner.
-      if (!hasFeature(platform.roles.featuresOf(project.id, role), RUN_FEATURE)) {
+      const features = platform.roles.featuresOf(project.id, role);
+      if (!hasFeature(features, RUN_FEATURE)) {
         throw forbidden("feature_required", `${owner.email} (role ${role}) lacks the feature ${RUN_FEATURE}, and the workflow's runs would execute as them`);
+      }
+      // Every run would be cancelled package-off, as the owner's own workflow routes answer 404.
+      if (!platform.roles.packageVisible(project.id, AGENT_PACKAGE, features)) {
+        throw forbidden("package_hidden", `${owner.email} (role ${role}) cannot use the ${AGENT_PACKAGE} package, and the workflow's runs would execute as them`);
       }
       const workflow = stores(platform).workflows.create({
         projectId: project.id,

@@ -85,6 +85,12 @@ describe("the workflow CLI", () => {
     await cli(dir, ["admin", "member", "add", "--project", "p", "--email", "stranger@example.com", "--role", "admin"]);
     const noExecute = await cli(dir, [...base, "--owner", "stranger@example.com"]);
     expect({ code: noExecute.code, err: noExecute.err }).toEqual({ code: 1, err: expect.stringContaining("stranger@example.com (role admin) lacks the feature core.execute") });
+    // The agent package hidden from the owner's role: every run would be cancelled package-off.
+    await cli(dir, ["admin", "member", "add", "--project", "p", "--email", "stranger@example.com", "--role", "member"]);
+    await cli(dir, ["admin", "package-access", "--project", "p", "--package", "agent", "--feature", "agent.access"]);
+    const hidden = await cli(dir, [...base, "--owner", "stranger@example.com"]);
+    expect({ code: hidden.code, err: hidden.err }).toEqual({ code: 1, err: expect.stringContaining("cannot use the agent package") });
+    await cli(dir, ["admin", "package-access", "--project", "p", "--package", "agent", "--clear"]);
     // Understood but refused (an unknown id): exit 1 with one line, no usage.
     expect(await cli(dir, ["workflow", "token", "rotate", "--workflow", "wf-nope"])).toMatchObject({ code: 1, err: 'hatch: Cannot find workflow "wf-nope"\n' });
     expect((await cli(dir, ["workflow", "runs"])).err).toContain("--workflow is required");
