@@ -1,6 +1,7 @@
 import type { IBuffer, Terminal } from "@xterm/headless";
 import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
+import { type CellAttributes, sgr } from "./sgr.ts";
 
 /**
  * DECSTBM to rows 1-2 (cursor goes home). While the history is written, every
@@ -81,7 +82,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // The region last: DECSTBM moves the cursor home, and the modes (origin mode) are set by now.
   const active = fullScreen ? "alt" : "normal";
   const originTop = terminal.modes.originMode ? scrollRegion(terminal, active).top : 0;
-  data += setRegion(terminal, active) + moveCursor(terminal.buffer.active, cols, originTop);
+  data += setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
   return data;
 }
@@ -92,6 +93,33 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
  */
 function moveCursor(buffer: IBuffer, cols: number, top = 0): string {
   return `\x1b[${buffer.cursorY - top + 1};${Math.min(buffer.cursorX, cols - 1) + 1}H`;
+}
+
+/**
+ * Puts the client's cursor where the buffer's is. A cursor past the last
+ * column (a row just filled, the next character due on the next row) is
+ * reproduced by printing the last character again with its own attributes,
+ * which leaves xterm.js in that same state; a CUP to the last column would let
+ * the next character overwrite it instead.
+ */
+function placeCursor(terminal: Terminal, buffer: IBuffer, top: number): string {
+  const { cols } = terminal;
+  const current = currentAttributes(terminal);
+  const line = buffer.getLine(buffer.baseY + buffer.cursorY);
+  if (buffer.cursorX < cols || !current || !line) return moveCursor(buffer, cols, top);
+  // A wide character ending the row is printed from its first cell.
+  const x = line.getCell(cols - 1)?.getWidth() === 0 ? cols - 2 : cols - 1;
+  const cell = line.getCell(x);
+  if (!cell) return moveCursor(buffer, cols, top);
+  // An empty cell cannot be printed; a space looks the same.
+  return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${sgr(cell)}${cell.getChars() || " "}${sgr(current)}`;
+}
+
+/** The attributes the next character is printed with; xterm.js keeps them only internally. */
+function currentAttributes(terminal: Terminal): CellAttributes | undefined {
+  const core = (terminal as unknown as { _core?: { _inputHandler?: { _curAttrData?: Partial<CellAttributes> } } })._core;
+  const attributes = core?._inputHandler?._curAttrData;
+  return typeof attributes?.isBold === "function" ? (attributes as CellAttributes) : undefined;
 }
 
 /**
