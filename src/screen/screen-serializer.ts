@@ -17,6 +17,15 @@ const FULL_REGION = "\x1b[r";
 /** DECSET 1049: save the cursor and switch to a cleared alternate screen. */
 const ENTER_ALT_SCREEN = "\x1b[?1049h";
 
+/** DECSET 1047: switch to a cleared alternate screen, keeping the saved cursor as it is. */
+const SWITCH_TO_ALT_SCREEN = "\x1b[?1047h";
+
+/** SGR 0: default attributes, which each serialized screen starts from. */
+const RESET_ATTRIBUTES = "\x1b[0m";
+
+/** DECSC: save the cursor position and attributes (and the character set) in the active buffer. */
+const SAVE_CURSOR = "\x1b7";
+
 /** CUP with no parameters: the top-left cell, where the screen serialization starts. */
 const CURSOR_HOME = "\x1b[H";
 
@@ -66,9 +75,13 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
     source: fullScreen ? undefined : terminal,
   });
   if (fullScreen) {
-    // The normal cursor goes first: DECSET 1049 saves it for the app's exit.
+    // The normal screen's saved cursor is what the app's exit (DECRST 1049)
+    // restores; when it cannot be read, DECSET 1049 saves at least the
+    // position. The modes (origin mode) come with the alternate screen's rows.
     const alternate = terminal.buffer.alternate;
-    data += setRegion(terminal, "normal") + moveCursor(normal, cols) + ENTER_ALT_SCREEN + CURSOR_HOME;
+    const saveNormal = saveCursor(terminal, "normal", { restore: RESET_ATTRIBUTES, originMode: false });
+    const enter = saveNormal === undefined ? ENTER_ALT_SCREEN : SWITCH_TO_ALT_SCREEN;
+    data += setRegion(terminal, "normal") + (saveNormal ?? "") + moveCursor(normal, cols) + enter + CURSOR_HOME;
     data += serializeRows({
       buffer: alternate,
       // Not always 0: after a shrink the alternate buffer keeps rows above the screen.
@@ -82,7 +95,9 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // The region last: DECSTBM moves the cursor home, and the modes (origin mode) are set by now.
   const active = fullScreen ? "alt" : "normal";
   const originTop = terminal.modes.originMode ? scrollRegion(terminal, active).top : 0;
-  data += setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
+  const current = currentAttributes(terminal);
+  const saveActive = current ? saveCursor(terminal, active, { restore: sgr(current), originMode: terminal.modes.originMode }) : undefined;
+  data += (saveActive ?? "") + setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
   return data;
 }
@@ -120,6 +135,45 @@ function currentAttributes(terminal: Terminal): CellAttributes | undefined {
   const core = (terminal as unknown as { _core?: { _inputHandler?: { _curAttrData?: Partial<CellAttributes> } } })._core;
   const attributes = core?._inputHandler?._curAttrData;
   return typeof attributes?.isBold === "function" ? (attributes as CellAttributes) : undefined;
+}
+
+/**
+ * Sets the client's saved cursor (DECSC, and DECSET 1049 when a full-screen
+ * app started) to the buffer's: a later DECRC or DECRST 1049 restores
+ * position and attributes from it. Ends with `restore`, the SGR in force
+ * before; `originMode` says whether the client is in origin mode. "" when
+ * the buffer's is a fresh terminal's, undefined when it cannot be read.
+ */
+function saveCursor(
+  terminal: Terminal,
+  buffer: "normal" | "alt",
+  { restore, originMode }: { restore: string; originMode: boolean },
+): string | undefined {
+  const saved = savedCursor(terminal, buffer);
+  if (!saved) return undefined;
+  const attributes = sgr(saved.attributes);
+  if (saved.x === 0 && saved.y === 0 && attributes === RESET_ATTRIBUTES) return "";
+  // DECSC saves the absolute position; origin mode would make the CUP relative to the region.
+  const [absolute, relative] = originMode ? ["\x1b[?6l", "\x1b[?6h"] : ["", ""];
+  return `${absolute}\x1b[${saved.y + 1};${saved.x + 1}H${attributes}${SAVE_CURSOR}${restore}${relative}`;
+}
+
+/**
+ * A buffer's saved cursor, on the screen as DECRC would put it; xterm.js
+ * keeps it only internally, as a row counted from the top of the scrollback.
+ */
+function savedCursor(terminal: Terminal, buffer: "normal" | "alt"): { x: number; y: number; attributes: CellAttributes } | undefined {
+  type Saved = { savedX?: unknown; savedY?: unknown; ybase?: unknown; savedCurAttrData?: Partial<CellAttributes> };
+  const core = (terminal as unknown as { _core?: { buffers?: Record<typeof buffer, Saved> } })._core;
+  const { savedX, savedY, ybase, savedCurAttrData } = core?.buffers?.[buffer] ?? {};
+  if (typeof savedX !== "number" || typeof savedY !== "number" || typeof ybase !== "number") return undefined;
+  if (typeof savedCurAttrData?.isBold !== "function") return undefined;
+  return {
+    // DECRC clamps to the screen as well.
+    x: Math.min(Math.max(savedX, 0), terminal.cols - 1),
+    y: Math.min(Math.max(savedY - ybase, 0), terminal.rows - 1),
+    attributes: savedCurAttrData as CellAttributes,
+  };
 }
 
 /**

@@ -1,11 +1,12 @@
 import { describe, expect, test } from "bun:test";
+import type { Terminal } from "@xterm/headless";
 import { MirrorUnderTest, expectSnapshotReproduces, feed, screenState } from "./mirror-fixture.ts";
 
 /** Write `after` to mirror, reference and client alike, and expect the client to show what the reference shows. */
-async function expectSameAfter(subject: MirrorUnderTest, client: Parameters<typeof feed>[0], after: string): Promise<void> {
+async function expectSameAfter(subject: MirrorUnderTest, client: Terminal, after: string, name = ""): Promise<void> {
   subject.write(after);
   await Promise.all([feed(client, after), subject.settled()]);
-  expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+  expect({ name, ...screenState(client, subject.reference) }).toEqual({ name, ...screenState(subject.reference) });
 }
 
 describe("cursor state in snapshots", () => {
@@ -26,7 +27,27 @@ describe("cursor state in snapshots", () => {
       await subject.settled();
       expect({ name, pendingWrap: subject.reference.buffer.active.cursorX }).toEqual({ name, pendingWrap: 10 });
       const { client } = await expectSnapshotReproduces(subject, expect);
-      await expectSameAfter(subject, client, "\x1b[32mnext\r\n");
+      await expectSameAfter(subject, client, "\x1b[32mnext\r\n", name);
+    }
+  });
+
+  test("a saved cursor (DECSC, or DECSET 1049 when a full-screen app started) is restored to the same place and colours", async () => {
+    const cases: Record<string, [setup: string, after: string]> = {
+      decsc: ["\x1b[2;4H\x1b[1;31m\x1b7\x1b[0m\x1b[4;1Hprompt$ ", "\x1b8saved"],
+      scrolledAway: ["\x1b[2;4H\x1b[44m\x1b7\x1b[0m\x1b[6;1H\r\n\r\n\r\n\r\nprompt$ ", "\x1b8saved\r\n\r\n\x1b8again"],
+      // vim started from a coloured prompt; it quits with 1049l, which restores the prompt's colours.
+      appQuits: ["\x1b[1;33mprompt$ \x1b[?1049h\x1b[0m\x1b[H\x1b[2Jediting\x1b[5;3H", "\x1b[?1049lback"],
+      // The app saved the normal cursor with DECSC and switched with 1047, which saves nothing.
+      appWithout1049: ["\x1b[2;3H\x1b[35m\x1b7\x1b[0m\x1b[5;1Hshell\x1b[?1047h\x1b[Happ", "\x1b[?1047l\x1b8back"],
+      insideApp: ["\x1b[?1049h\x1b[5;5H\x1b[42m\x1b7\x1b[H\x1b[0mtitle", "\x1b8saved"],
+      originMode: ["\x1b[?1049h\x1b[3;6r\x1b[?6h\x1b[2;2H\x1b[7m\x1b7\x1b[0m\x1b[H", "\x1b8saved"],
+      originModeInApp: ["\x1b[2;5r\x1b[4;3H\x1b[36mshell\x1b[?1049h\x1b[0m\x1b[?6h\x1b[2;2Happ", "\x1b[?6l\x1b[?1049lback"],
+    };
+    for (const [name, [setup, after]] of Object.entries(cases)) {
+      using subject = new MirrorUnderTest({ cols: 20, rows: 6, scrollback: 100 });
+      subject.write(setup);
+      const { client } = await expectSnapshotReproduces(subject, expect);
+      await expectSameAfter(subject, client, after, name);
     }
   });
 });
