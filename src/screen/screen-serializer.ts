@@ -1,4 +1,5 @@
 import type { IBuffer, Terminal } from "@xterm/headless";
+import { charsetSequence, savedCharsetDesignation } from "./charsets.ts";
 import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
 import { type CellAttributes, sgr } from "./sgr.ts";
@@ -25,6 +26,9 @@ const RESET_ATTRIBUTES = "\x1b[0m";
 
 /** DECSC: save the cursor position and attributes (and the character set) in the active buffer. */
 const SAVE_CURSOR = "\x1b7";
+
+/** SCS: G0 back to US ASCII, as in a fresh terminal. */
+const DESIGNATE_ASCII = "\x1b(B";
 
 /** CUP with no parameters: the top-left cell, where the screen serialization starts. */
 const CURSOR_HOME = "\x1b[H";
@@ -98,6 +102,8 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   const current = currentAttributes(terminal);
   const saveActive = current ? saveCursor(terminal, active, { restore: sgr(current), originMode: terminal.modes.originMode }) : undefined;
   data += (saveActive ?? "") + setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
+  // After everything printed: the character sets change how the client prints ASCII.
+  data += charsetSequence(terminal);
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
   return data;
 }
@@ -140,7 +146,7 @@ function currentAttributes(terminal: Terminal): CellAttributes | undefined {
 /**
  * Sets the client's saved cursor (DECSC, and DECSET 1049 when a full-screen
  * app started) to the buffer's: a later DECRC or DECRST 1049 restores
- * position and attributes from it. Ends with `restore`, the SGR in force
+ * position, attributes and character set from it. Ends with `restore`, the SGR in force
  * before; `originMode` says whether the client is in origin mode. "" when
  * the buffer's is a fresh terminal's, undefined when it cannot be read.
  */
@@ -152,10 +158,13 @@ function saveCursor(
   const saved = savedCursor(terminal, buffer);
   if (!saved) return undefined;
   const attributes = sgr(saved.attributes);
-  if (saved.x === 0 && saved.y === 0 && attributes === RESET_ATTRIBUTES) return "";
+  // DECSC saves the character set in use: the client's G0, invoked, is set to it for a moment.
+  const charset = savedCharsetDesignation(terminal, buffer);
+  if (saved.x === 0 && saved.y === 0 && attributes === RESET_ATTRIBUTES && charset === "") return "";
   // DECSC saves the absolute position; origin mode would make the CUP relative to the region.
   const [absolute, relative] = originMode ? ["\x1b[?6l", "\x1b[?6h"] : ["", ""];
-  return `${absolute}\x1b[${saved.y + 1};${saved.x + 1}H${attributes}${SAVE_CURSOR}${restore}${relative}`;
+  const resetCharset = charset === "" ? "" : DESIGNATE_ASCII;
+  return `${absolute}\x1b[${saved.y + 1};${saved.x + 1}H${attributes}${charset}${SAVE_CURSOR}${resetCharset}${restore}${relative}`;
 }
 
 /**

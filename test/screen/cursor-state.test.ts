@@ -50,4 +50,22 @@ describe("cursor state in snapshots", () => {
       await expectSameAfter(subject, client, after, name);
     }
   });
+
+  test("DEC line drawing in use when the snapshot is taken goes on drawing lines", async () => {
+    const cases: Record<string, [setup: string, after: string]> = {
+      g0: ["\x1b(0lqqk\r\n", "x\x1b(Bx"],
+      shiftedOut: ["\x1b)0\x0elqk\x0f \x0e", "qq\x0fqq"],
+      inApp: ["\x1b[?1049h\x1b(0\x1b[Hlqqk", "\x1b[2;1Hxqqx"],
+      // The last character is a literal q, printed again for the pending wrap before the sets are switched.
+      pendingWrap: ["012345678q\x1b(0", "qq"],
+      saved: ["\x1b(0\x1b7\x1b(Btext", "\x1b8qq"],
+      savedUnderApp: ["\x1b(0\x1b[?1049h\x1b(B\x1b[Happ", "\x1b[?1049lqq"],
+    };
+    for (const [name, [setup, after]] of Object.entries(cases)) {
+      using subject = new MirrorUnderTest({ cols: 10, rows: 4, scrollback: 100 });
+      subject.write(setup);
+      const { client } = await expectSnapshotReproduces(subject, expect);
+      await expectSameAfter(subject, client, after, name);
+    }
+  });
 });

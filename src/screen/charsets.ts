@@ -1,0 +1,100 @@
+import { Terminal } from "@xterm/headless";
+
+/** Final characters of the character sets xterm.js designates (its CHARSETS table); "B", US ASCII, is the default. */
+const KNOWN_FINALS = "0A4C5RQKYE6ZH7=";
+
+/** The intermediates that designate G0, G1, G2 and G3 (SCS). */
+const DESIGNATORS = ["(", ")", "*", "+"];
+
+/** SI, SO, LS2 and LS3: invoke G0, G1, G2 or G3 as the character set in use. */
+const INVOKERS = ["\x0f", "\x0e", "\x1bn", "\x1bo"];
+
+/** A character set as xterm.js keeps it: a table from ASCII to replacement characters, or undefined for US ASCII. */
+type Charset = object | undefined;
+
+/** What xterm.js's charset service holds; every field is internal. */
+interface CharsetService {
+  glevel?: unknown;
+  charset?: unknown;
+  _charsets?: unknown;
+}
+
+let finalsByCharset: Map<Charset, string> | undefined;
+
+/**
+ * The designations and the invocation that give a client, whose character
+ * sets are a fresh terminal's, the terminal's: a program that switched to
+ * DEC line drawing (`ESC ( 0`) goes on drawing lines after a reconnect
+ * instead of letters. "" when they are the defaults or cannot be read.
+ * Written last, since they change how the client prints the ASCII of the
+ * snapshot itself.
+ *
+ * xterm.js can be left using a set other than the invoked one (DECRC
+ * restores the set without the designation); such a state is given as the
+ * invoked set.
+ *
+ * @example
+ * ```ts
+ * data += charsetSequence(terminal); // "\x1b(0" while DEC line drawing is in use
+ * ```
+ */
+export function charsetSequence(terminal: Terminal): string {
+  const service = charsetService(terminal);
+  if (!service || !Array.isArray(service._charsets) || typeof service.glevel !== "number") return "";
+  let sequence = "";
+  for (const [g, designator] of DESIGNATORS.entries()) {
+    const final = finalOf(service._charsets[g] as Charset);
+    if (final) sequence += `\x1b${designator}${final}`;
+  }
+  return sequence + (service.glevel === 0 ? "" : (INVOKERS[service.glevel] ?? ""));
+}
+
+/**
+ * The designation that makes G0 of a fresh client, invoked, a buffer's saved
+ * character set (what DECSC saved and DECRC restores): "" for US ASCII or a
+ * set that cannot be read.
+ *
+ * @example
+ * ```ts
+ * data += savedCharsetDesignation(terminal, "normal") + "\x1b7\x1b(B";
+ * ```
+ */
+export function savedCharsetDesignation(terminal: Terminal, buffer: "normal" | "alt"): string {
+  const core = (terminal as unknown as { _core?: { buffers?: Record<typeof buffer, { savedCharset?: Charset }> } })._core;
+  const final = finalOf(core?.buffers?.[buffer]?.savedCharset);
+  return final ? `\x1b${DESIGNATORS[0]}${final}` : "";
+}
+
+function charsetService(terminal: Terminal): CharsetService | undefined {
+  return (terminal as unknown as { _core?: { _charsetService?: CharsetService } })._core?._charsetService;
+}
+
+/** The final character that designates `charset`, or undefined for US ASCII and sets this version does not know. */
+function finalOf(charset: Charset): string | undefined {
+  if (charset === undefined || charset === null) return undefined;
+  finalsByCharset ??= readFinals();
+  return finalsByCharset.get(charset);
+}
+
+/**
+ * xterm.js's character set tables by final character. They are not exported,
+ * and a terminal refers to them by identity, so a scratch terminal designates
+ * each one (synchronously, through its internal handler) to find them.
+ */
+function readFinals(): Map<Charset, string> {
+  const finals = new Map<Charset, string>();
+  const scratch = new Terminal({ cols: 2, rows: 1, scrollback: 0, logLevel: "off" });
+  try {
+    const core = (scratch as unknown as { _core?: { _inputHandler?: { selectCharset?: unknown }; _charsetService?: CharsetService } })._core;
+    const select = core?._inputHandler?.selectCharset;
+    if (typeof select !== "function") return finals;
+    for (const final of KNOWN_FINALS) {
+      select.call(core!._inputHandler, `(${final}`);
+      const charset = core?._charsetService?.charset;
+      if (typeof charset === "object" && charset !== null && !finals.has(charset)) finals.set(charset, final);
+    }
+  } finally {
+    scratch.dispose();
+  }
+  return finals;
+}
