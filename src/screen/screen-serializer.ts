@@ -3,6 +3,7 @@ import { charsetSequence, savedCharsetDesignation } from "./charsets.ts";
 import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
 import { type CellAttributes, sgr } from "./sgr.ts";
+import { tabStopSequence } from "./tab-stops.ts";
 
 /**
  * DECSTBM to rows 1-2 (cursor goes home). While the history is written, every
@@ -85,7 +86,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
     const alternate = terminal.buffer.alternate;
     const saveNormal = saveCursor(terminal, "normal", { restore: RESET_ATTRIBUTES, originMode: false });
     const enter = saveNormal === undefined ? ENTER_ALT_SCREEN : SWITCH_TO_ALT_SCREEN;
-    data += setRegion(terminal, "normal") + (saveNormal ?? "") + moveCursor(normal, cols) + enter + CURSOR_HOME;
+    data += setRegion(terminal, "normal") + (saveNormal ?? "") + tabStopSequence(terminal, "normal") + moveCursor(normal, cols) + enter + CURSOR_HOME;
     data += serializeRows({
       buffer: alternate,
       // Not always 0: after a shrink the alternate buffer keeps rows above the screen.
@@ -101,7 +102,8 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   const originTop = terminal.modes.originMode ? scrollRegion(terminal, active).top : 0;
   const current = currentAttributes(terminal);
   const saveActive = current ? saveCursor(terminal, active, { restore: sgr(current), originMode: terminal.modes.originMode }) : undefined;
-  data += (saveActive ?? "") + setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
+  data += (saveActive ?? "") + tabStopSequence(terminal, active);
+  data += setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
   // After everything printed: the character sets change how the client prints ASCII.
   data += charsetSequence(terminal);
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;

@@ -68,4 +68,19 @@ describe("cursor state in snapshots", () => {
       await expectSameAfter(subject, client, after, name);
     }
   });
+
+  test("tab stops a program set or cleared stay where it put them", async () => {
+    const cases: Record<string, [setup: string, after: string]> = {
+      set: ["\x1b[3g\x1b[5G\x1bH\x1b[12G\x1bH\r", "\ta\tb\tc"],
+      cleared: ["\x1b[9G\x1b[g\r", "\tx"],
+      inApp: ["\x1b[?1049h\x1b[3g\x1b[3G\x1bH\x1b[H", "\tx"],
+      underApp: ["\x1b[3g\x1b[4G\x1bH\r\x1b[?1049h\x1b[Happ", "\x1b[?1049l\r\n\tx"],
+    };
+    for (const [name, [setup, after]] of Object.entries(cases)) {
+      using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
+      subject.write(setup);
+      const { client } = await expectSnapshotReproduces(subject, expect);
+      await expectSameAfter(subject, client, after, name);
+    }
+  });
 });
