@@ -76,6 +76,11 @@ export class StreamScanner {
   #tailStart = 0;
   #tailBytes = 0;
   #tailLost = false;
+  /**
+   * Stream offsets of the C0 controls executed inside the current sequence
+   * (xterm.js executes them in escape and CSI states without ending it).
+   */
+  #executed: number[] = [];
   readonly #decoder = new TextDecoder();
 
   /** True while the alternate screen is active after the bytes scanned so far. */
@@ -122,13 +127,21 @@ export class StreamScanner {
   /**
    * The unfinished sequence at the end of the stream as text ("" when the
    * stream ends cleanly), or null when it cannot be given as text: it ends
-   * inside a UTF-8 character, or it grew past what is kept.
+   * inside a UTF-8 character, or it grew past what is kept. The C0 controls
+   * already executed inside it are left out: a terminal that has executed
+   * them continues the sequence from this text without executing them twice.
    */
   pendingText(): string | null {
     if (this.#isClean()) return "";
     if (this.#tailLost || this.#utf8Need > 0) return null;
+    const executed = new Set(this.#executed);
     let text = "";
-    for (const part of this.#tail) text += this.#decoder.decode(part, { stream: true });
+    let at = this.#tailStart;
+    for (const part of this.#tail) {
+      const kept = executed.size === 0 ? part : part.filter((_, i) => !executed.has(at + i));
+      text += this.#decoder.decode(kept, { stream: true });
+      at += part.length;
+    }
     return text + this.#decoder.decode();
   }
 
@@ -166,7 +179,10 @@ export class StreamScanner {
     if (cp === 0x1b) return this.#begin(ESCAPE, at);
     if (cp === 0x18 || cp === 0x1a) return this.#ground();
     if (cp >= 0x80 && cp < NON_ASCII) {
-      if (cp === 0x9b) return this.#beginCsi(at);
+      if (cp === 0x9b) {
+        this.#begin(CSI_ENTRY, at);
+        return this.#enterCsi();
+      }
       if (cp === 0x9d) return this.#begin(OSC_STRING, at);
       if (cp === 0x90 || cp === 0x98 || cp === 0x9e || cp === 0x9f) return this.#begin(OTHER_STRING, at);
       return this.#ground();
@@ -178,10 +194,14 @@ export class StreamScanner {
       case OSC_STRING:
         if (cp === 0x07) this.#ground();
         return;
+    }
+    // Escape and CSI states: C0 controls (but CAN, SUB and ESC, handled above) are executed without leaving the sequence.
+    if (cp < 0x20) return this.#executedInside(at);
+    switch (this.#state) {
       case ESCAPE:
         return this.#escape(cp, end);
       case ESCAPE_INTERMEDIATE:
-        // Intermediates, C0 controls and DEL keep the sequence open; anything else ends it.
+        // Intermediates and DEL keep the sequence open; anything else ends it.
         if (cp >= 0x30 && cp !== 0x7f) this.#ground();
         return;
       default:
@@ -189,9 +209,14 @@ export class StreamScanner {
     }
   }
 
+  #executedInside(at: number): void {
+    // Past this many the sequence is too long to be handed on anyway (see MAX_TAIL_BYTES).
+    if (this.#executed.length <= MAX_TAIL_BYTES) this.#executed.push(at);
+  }
+
   #escape(cp: number, end: number): void {
-    if (cp < 0x20 || cp === 0x7f) return; // executed or ignored inside the sequence
-    if (cp === 0x5b) this.#beginCsi(this.#seqStart);
+    if (cp === 0x7f) return; // ignored inside the sequence
+    if (cp === 0x5b) this.#enterCsi();
     else if (cp === 0x5d) this.#state = OSC_STRING;
     else if (cp === 0x50 || cp === 0x58 || cp === 0x5e || cp === 0x5f) this.#state = OTHER_STRING;
     else if (cp >= 0x20 && cp < 0x30) this.#state = ESCAPE_INTERMEDIATE;
@@ -206,7 +231,6 @@ export class StreamScanner {
   }
 
   #csi(cp: number, end: number): void {
-    if (cp < 0x20) return; // C0 controls are executed without leaving the sequence
     const state = this.#state;
     if (cp === 0x7f || (state === CSI_IGNORE && (cp < 0x40 || cp >= NON_ASCII))) return;
     if (cp >= 0x40 && cp < 0x7f) {
@@ -269,10 +293,12 @@ export class StreamScanner {
   #begin(state: number, at: number): void {
     this.#state = state;
     this.#seqStart = at;
+    this.#executed = [];
   }
 
-  #beginCsi(at: number): void {
-    this.#begin(CSI_ENTRY, at);
+  /** Enter the CSI states, from ESC [ or a C1 CSI, within the sequence begun. */
+  #enterCsi(): void {
+    this.#state = CSI_ENTRY;
     this.#prefix = 0;
     this.#intermediate = false;
     this.#paramCount = 0;

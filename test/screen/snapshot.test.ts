@@ -157,6 +157,25 @@ describe("snapshots", () => {
     expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
   });
 
+  test("control characters inside a split sequence, already executed by the mirror, are not executed again by the client", async () => {
+    const cases: Record<string, [setup: string, rest: string]> = {
+      csi: ["plain\x1b[3\n", "1mred"],
+      escape: ["plain\x1b\r\n\b", "[32mgreen"],
+      designation: ["plain\x1b(\n", "0qqq"],
+      csiParams: ["a\r\nb\r\nc\x1b[1;\x0b\r3", "1mred"],
+      escapeThenCsi: ["plain\x1b\n[\n3", "1mred"],
+    };
+    for (const [name, [setup, rest]] of Object.entries(cases)) {
+      using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
+      subject.write(setup);
+      await subject.settled();
+      const client = await replay(await subject.mirror.snapshot(), 100);
+      subject.write(rest);
+      await Promise.all([feed(client, rest), subject.settled()]);
+      expect({ name, ...screenState(client, subject.reference) }).toEqual({ name, ...screenState(subject.reference) });
+    }
+  });
+
   test("a snapshot taken while a UTF-8 character is split across reads waits for the rest", async () => {
     using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
     const euro = encode("€");
