@@ -41,8 +41,9 @@ const HIDE_CURSOR = "\x1b[?25l";
  * Serializes everything a client needs to show what the mirror shows, written
  * into a fresh terminal of the same size: scrollback (from the cache), the
  * normal screen, the alternate screen when a full-screen app runs, colours
- * and attributes, modes, scroll regions, the current SGR state and the
- * cursor position.
+ * and attributes, modes, scroll regions, tab stops, character sets, the
+ * current SGR state, the saved cursors and the cursor position (a wrap
+ * pending at the right edge included).
  *
  * The parts are joined so that each is written in the state its serializer
  * assumes: the history with a two-row scroll region, then a blank screen with
