@@ -1,4 +1,5 @@
 import { Terminal } from "@xterm/headless";
+import { bufferInternals, coreOf } from "./xterm-internals.ts";
 
 /** Final characters of the character sets xterm.js designates (its CHARSETS table); "B", US ASCII, is the default. */
 const KNOWN_FINALS = "0A4C5RQKYE6ZH7=";
@@ -11,13 +12,6 @@ const INVOKERS = ["\x0f", "\x0e", "\x1bn", "\x1bo"];
 
 /** A character set as xterm.js keeps it: a table from ASCII to replacement characters, or undefined for US ASCII. */
 type Charset = object | undefined;
-
-/** What xterm.js's charset service holds; every field is internal. */
-interface CharsetService {
-  glevel?: unknown;
-  charset?: unknown;
-  _charsets?: unknown;
-}
 
 let finalsByCharset: Map<Charset, string> | undefined;
 
@@ -39,7 +33,7 @@ let finalsByCharset: Map<Charset, string> | undefined;
  * ```
  */
 export function charsetSequence(terminal: Terminal): string {
-  const service = charsetService(terminal);
+  const service = coreOf(terminal)?._charsetService;
   if (!service || !Array.isArray(service._charsets) || typeof service.glevel !== "number") return "";
   let sequence = "";
   for (const [g, designator] of DESIGNATORS.entries()) {
@@ -60,13 +54,8 @@ export function charsetSequence(terminal: Terminal): string {
  * ```
  */
 export function savedCharsetDesignation(terminal: Terminal, buffer: "normal" | "alt"): string {
-  const core = (terminal as unknown as { _core?: { buffers?: Record<typeof buffer, { savedCharset?: Charset }> } })._core;
-  const final = finalOf(core?.buffers?.[buffer]?.savedCharset);
+  const final = finalOf(bufferInternals(terminal, buffer)?.savedCharset as Charset);
   return final ? `\x1b${DESIGNATORS[0]}${final}` : "";
-}
-
-function charsetService(terminal: Terminal): CharsetService | undefined {
-  return (terminal as unknown as { _core?: { _charsetService?: CharsetService } })._core?._charsetService;
 }
 
 /** The final character that designates `charset`, or undefined for US ASCII and sets this version does not know. */
@@ -85,7 +74,7 @@ function readFinals(): Map<Charset, string> {
   const finals = new Map<Charset, string>();
   const scratch = new Terminal({ cols: 2, rows: 1, scrollback: 0, logLevel: "off" });
   try {
-    const core = (scratch as unknown as { _core?: { _inputHandler?: { selectCharset?: unknown }; _charsetService?: CharsetService } })._core;
+    const core = coreOf(scratch);
     const select = core?._inputHandler?.selectCharset;
     if (typeof select !== "function") return finals;
     for (const final of KNOWN_FINALS) {

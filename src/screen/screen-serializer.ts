@@ -4,6 +4,7 @@ import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
 import { type CellAttributes, sgr } from "./sgr.ts";
 import { tabStopSequence } from "./tab-stops.ts";
+import { bufferInternals, coreOf } from "./xterm-internals.ts";
 
 /**
  * DECSTBM to rows 1-2 (cursor goes home). While the history is written, every
@@ -141,8 +142,7 @@ function placeCursor(terminal: Terminal, buffer: IBuffer, top: number): string {
 
 /** The attributes the next character is printed with; xterm.js keeps them only internally. */
 function currentAttributes(terminal: Terminal): CellAttributes | undefined {
-  const core = (terminal as unknown as { _core?: { _inputHandler?: { _curAttrData?: Partial<CellAttributes> } } })._core;
-  const attributes = core?._inputHandler?._curAttrData;
+  const attributes = coreOf(terminal)?._inputHandler?._curAttrData;
   return typeof attributes?.isBold === "function" ? (attributes as CellAttributes) : undefined;
 }
 
@@ -175,9 +175,7 @@ function saveCursor(
  * keeps it only internally, as a row counted from the top of the scrollback.
  */
 function savedCursor(terminal: Terminal, buffer: "normal" | "alt"): { x: number; y: number; attributes: CellAttributes } | undefined {
-  type Saved = { savedX?: unknown; savedY?: unknown; ybase?: unknown; savedCurAttrData?: Partial<CellAttributes> };
-  const core = (terminal as unknown as { _core?: { buffers?: Record<typeof buffer, Saved> } })._core;
-  const { savedX, savedY, ybase, savedCurAttrData } = core?.buffers?.[buffer] ?? {};
+  const { savedX, savedY, ybase, savedCurAttrData } = bufferInternals(terminal, buffer) ?? {};
   if (typeof savedX !== "number" || typeof savedY !== "number" || typeof ybase !== "number") return undefined;
   if (typeof savedCurAttrData?.isBold !== "function") return undefined;
   return {
@@ -201,8 +199,7 @@ function setRegion(terminal: Terminal, buffer: "normal" | "alt"): string {
 
 /** A buffer's scroll region (0-based rows); xterm.js keeps one per buffer and exposes it only internally. */
 function scrollRegion(terminal: Terminal, buffer: "normal" | "alt"): { top: number; bottom: number } {
-  const core = (terminal as unknown as { _core?: { buffers?: Record<typeof buffer, { scrollTop?: unknown; scrollBottom?: unknown }> } })._core;
-  const { scrollTop, scrollBottom } = core?.buffers?.[buffer] ?? {};
+  const { scrollTop, scrollBottom } = bufferInternals(terminal, buffer) ?? {};
   const top = typeof scrollTop === "number" ? scrollTop : 0;
   const bottom = typeof scrollBottom === "number" ? scrollBottom : terminal.rows - 1;
   return { top, bottom };
@@ -210,6 +207,5 @@ function scrollRegion(terminal: Terminal, buffer: "normal" | "alt"): { top: numb
 
 function isCursorHidden(terminal: Terminal): boolean {
   // xterm.js exposes cursor visibility only internally.
-  const core = (terminal as unknown as { _core?: { coreService?: { isCursorHidden?: unknown } } })._core;
-  return core?.coreService?.isCursorHidden === true;
+  return coreOf(terminal)?.coreService?.isCursorHidden === true;
 }

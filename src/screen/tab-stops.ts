@@ -1,4 +1,5 @@
 import type { Terminal } from "@xterm/headless";
+import { bufferInternals } from "./xterm-internals.ts";
 
 /** TBC 3: clear every tab stop of the active buffer. */
 const CLEAR_TAB_STOPS = "\x1b[3g";
@@ -22,8 +23,7 @@ const DEFAULT_TAB_STOP_WIDTH = 8;
  * ```
  */
 export function tabStopSequence(terminal: Terminal, buffer: "normal" | "alt"): string {
-  const core = (terminal as unknown as { _core?: { buffers?: Record<typeof buffer, { tabs?: unknown }> } })._core;
-  const tabs = core?.buffers?.[buffer]?.tabs;
+  const tabs = bufferInternals(terminal, buffer)?.tabs;
   if (typeof tabs !== "object" || tabs === null) return "";
   const width = terminal.options.tabStopWidth ?? DEFAULT_TAB_STOP_WIDTH;
   const stops: number[] = [];
