@@ -1,12 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import type { Terminal } from "@xterm/headless";
-import { MirrorUnderTest, expectSnapshotReproduces, feed, screenState } from "./mirror-fixture.ts";
+import { MirrorUnderTest, expectSameAfter, expectSnapshotReproduces } from "./mirror-fixture.ts";
 
-/** Write `after` to mirror, reference and client alike, and expect the client to show what the reference shows. */
-async function expectSameAfter(subject: MirrorUnderTest, client: Terminal, after: string, name = ""): Promise<void> {
-  subject.write(after);
-  await Promise.all([feed(client, after), subject.settled()]);
-  expect({ name, ...screenState(client, subject.reference) }).toEqual({ name, ...screenState(subject.reference) });
+/** For each case: its setup, a snapshot the client reproduces, then its `after` output shown alike on both. */
+async function expectEachCarried(size: { cols: number; rows: number }, cases: Record<string, [setup: string, after: string]>): Promise<void> {
+  for (const [name, [setup, after]] of Object.entries(cases)) {
+    using subject = new MirrorUnderTest({ ...size, scrollback: 100 });
+    subject.write(setup);
+    const { client } = await expectSnapshotReproduces(subject, expect);
+    await expectSameAfter(subject, client, after, expect, name);
+  }
 }
 
 describe("cursor state in snapshots", () => {
@@ -27,7 +29,7 @@ describe("cursor state in snapshots", () => {
       await subject.settled();
       expect({ name, pendingWrap: subject.reference.buffer.active.cursorX }).toEqual({ name, pendingWrap: 10 });
       const { client } = await expectSnapshotReproduces(subject, expect);
-      await expectSameAfter(subject, client, "\x1b[32mnext\r\n", name);
+      await expectSameAfter(subject, client, "\x1b[32mnext\r\n", expect, name);
     }
   });
 
@@ -43,12 +45,7 @@ describe("cursor state in snapshots", () => {
       originMode: ["\x1b[?1049h\x1b[3;6r\x1b[?6h\x1b[2;2H\x1b[7m\x1b7\x1b[0m\x1b[H", "\x1b8saved"],
       originModeInApp: ["\x1b[2;5r\x1b[4;3H\x1b[36mshell\x1b[?1049h\x1b[0m\x1b[?6h\x1b[2;2Happ", "\x1b[?6l\x1b[?1049lback"],
     };
-    for (const [name, [setup, after]] of Object.entries(cases)) {
-      using subject = new MirrorUnderTest({ cols: 20, rows: 6, scrollback: 100 });
-      subject.write(setup);
-      const { client } = await expectSnapshotReproduces(subject, expect);
-      await expectSameAfter(subject, client, after, name);
-    }
+    await expectEachCarried({ cols: 20, rows: 6 }, cases);
   });
 
   test("DEC line drawing in use when the snapshot is taken goes on drawing lines", async () => {
@@ -61,12 +58,7 @@ describe("cursor state in snapshots", () => {
       saved: ["\x1b(0\x1b7\x1b(Btext", "\x1b8qq"],
       savedUnderApp: ["\x1b(0\x1b[?1049h\x1b(B\x1b[Happ", "\x1b[?1049lqq"],
     };
-    for (const [name, [setup, after]] of Object.entries(cases)) {
-      using subject = new MirrorUnderTest({ cols: 10, rows: 4, scrollback: 100 });
-      subject.write(setup);
-      const { client } = await expectSnapshotReproduces(subject, expect);
-      await expectSameAfter(subject, client, after, name);
-    }
+    await expectEachCarried({ cols: 10, rows: 4 }, cases);
   });
 
   test("tab stops a program set or cleared stay where it put them", async () => {
@@ -76,11 +68,6 @@ describe("cursor state in snapshots", () => {
       inApp: ["\x1b[?1049h\x1b[3g\x1b[3G\x1bH\x1b[H", "\tx"],
       underApp: ["\x1b[3g\x1b[4G\x1bH\r\x1b[?1049h\x1b[Happ", "\x1b[?1049l\r\n\tx"],
     };
-    for (const [name, [setup, after]] of Object.entries(cases)) {
-      using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
-      subject.write(setup);
-      const { client } = await expectSnapshotReproduces(subject, expect);
-      await expectSameAfter(subject, client, after, name);
-    }
+    await expectEachCarried({ cols: 20, rows: 4 }, cases);
   });
 });

@@ -246,6 +246,23 @@ export async function expectSnapshotReproduces(
   return { snapshot, client };
 }
 
+/**
+ * Write `after` to the mirror (and its reference) and to a client alike, and
+ * expect the client to show what the reference shows: state a snapshot must
+ * carry often shows only in what later output does. `name` labels a case.
+ */
+export async function expectSameAfter(
+  subject: MirrorUnderTest,
+  client: Terminal,
+  after: string,
+  expectFn: (actual: unknown) => { toEqual(expected: unknown): void },
+  name = "",
+): Promise<void> {
+  subject.write(after);
+  await Promise.all([feed(client, after), subject.settled()]);
+  expectFn({ name, ...screenState(client, subject.reference) }).toEqual({ name, ...screenState(subject.reference) });
+}
+
 /** Deterministic pseudo-random numbers in [0, 1) (tests must not use Math.random). */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { MirrorUnderTest, attach, concat, encode, expectSnapshotReproduces, feed, replay, screenState, seededRandom } from "./mirror-fixture.ts";
+import { MirrorUnderTest, attach, concat, encode, expectSameAfter, expectSnapshotReproduces, feed, replay, screenState, seededRandom } from "./mirror-fixture.ts";
 
 // No SGR 2 (dim): addon-serialize 0.14 ends bold with it (see row-serializer.ts).
 const SGR = ["31", "1;32", "44", "48;5;202", "38;2;10;20;30", "7", "4", "3;9", "0", "49", "53", "97;41", "5", "8"];
@@ -108,9 +108,7 @@ describe("snapshots", () => {
       using subject = new MirrorUnderTest({ cols: 30, rows: 10, scrollback: 100 });
       subject.write(setup);
       const { client } = await expectSnapshotReproduces(subject, expect);
-      subject.write(after);
-      await Promise.all([feed(client, after), subject.settled()]);
-      expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+      await expectSameAfter(subject, client, after, expect);
     }
   });
 
@@ -170,9 +168,7 @@ describe("snapshots", () => {
       subject.write(setup);
       await subject.settled();
       const client = await replay(await subject.mirror.snapshot(), 100);
-      subject.write(rest);
-      await Promise.all([feed(client, rest), subject.settled()]);
-      expect({ name, ...screenState(client, subject.reference) }).toEqual({ name, ...screenState(subject.reference) });
+      await expectSameAfter(subject, client, rest, expect, name);
     }
   });
 
