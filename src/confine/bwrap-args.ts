@@ -51,8 +51,9 @@ export const BWRAP_ISOLATION = ["--die-with-parent", "--unshare-all", "--unshare
 export function bwrapArgs(layout: BwrapLayout): string[] {
   const args = [...BWRAP_ISOLATION];
   if (layout.newSession) args.push("--new-session");
-  // bwrap's own PID 1 keeps bwrap's environment: start empty, the program's env travels to the helper.
-  args.push("--clearenv");
+  // No --clearenv: the helper's arguments (the program's env among them) arrive in bwrap's
+  // environment, kept off its host-visible command line. The helper hands the program exactly
+  // its --env list, and Landlock keeps the program from reading bwrap's PID 1's environ.
   args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc");
   const layered: { path: string; mount: string[] }[] = [
     ...layout.hide.map((dir) => ({ path: dir, mount: ["--tmpfs", dir] })),

@@ -54,7 +54,8 @@ export interface ConfinedCommand {
 
 /**
  * The outer process's environment: empty. The program's environment reaches
- * it as helper arguments, so nothing a spawner merges in (bun-pty adds the
+ * the helper as its arguments (themselves passed in the environment, see
+ * `argsToEnv`), so nothing a spawner merges in (bun-pty adds the
  * server's own environment) can reach the program, and Bun never sees a
  * `BUN_OPTIONS` from the spec before Landlock is on.
  */
@@ -113,9 +114,11 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
     return { argv: helper, env: { ...OUTER_ENV, ...argsToEnv(formatHelperArgs(helperArgs)) }, cwd: "/", mode: "landlock" };
   }
   const layout = bwrapLayout(resolved, secrets, options.helper, newSession);
+  // bwrap's own process stays on the host for the whole run, its command line readable by any
+  // host user; it hands its environment on to the helper, so the arguments travel there too.
   return {
-    argv: [bwrap, ...bwrapArgs(layout), ...helper, ...formatHelperArgs(helperArgs)],
-    env: { ...OUTER_ENV },
+    argv: [bwrap, ...bwrapArgs(layout), ...helper],
+    env: { ...OUTER_ENV, ...argsToEnv(formatHelperArgs(helperArgs)) },
     cwd: "/",
     mode: "landlock+bwrap",
   };

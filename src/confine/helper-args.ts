@@ -15,13 +15,13 @@
  * before Landlock is in force. The helper itself runs with a fixed minimal
  * environment and cwd `/`, and hands exactly the `--env` list to `execve`.
  *
- * Without bwrap the arguments travel in the helper's environment instead
- * (`argsToEnv`): any process may read another's `/proc/<pid>/cmdline`, so the
- * host's other sandboxes could read a session's environment there while its
- * helper starts; reading `/proc/<pid>/environ` takes ptrace rights, which
- * Landlock denies across sandboxes. Only `HATCH_HELPER_ARG_*` names are used,
- * so nothing Bun reads at start-up can be set through them. Inside bwrap the
- * command line is private to the sandbox's own PID namespace.
+ * The planner passes these arguments in the helper's environment instead
+ * (`argsToEnv`), never on a command line: any process may read another's
+ * `/proc/<pid>/cmdline`, so the host's users and other sandboxes could read a
+ * session's environment there (bwrap's outer process keeps its command line
+ * on the host for the whole run). Reading `/proc/<pid>/environ` takes ptrace
+ * rights, which Landlock denies across sandboxes. Only `HATCH_HELPER_ARG_*`
+ * names are used, so nothing Bun reads at start-up can be set through them.
  */
 import { normalize } from "node:path";
 import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";

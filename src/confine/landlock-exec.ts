@@ -171,5 +171,5 @@ function main(readArgs: () => string[]): never {
   }
 }
 
-// Without bwrap the planner passes the arguments in the environment, off the world-readable command line.
+// The planner passes the arguments in the environment, off the world-readable command line.
 main(() => argsFromEnv(process.env) ?? process.argv.slice(2));

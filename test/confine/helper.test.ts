@@ -44,7 +44,7 @@ describe("helper arguments", () => {
   });
 });
 
-describe("helper arguments in the environment (Landlock alone: off the world-readable command line)", () => {
+describe("helper arguments in the environment (off the world-readable command line)", () => {
   test("they round-trip, and the helper runs the program from them", async () => {
     const args = formatHelperArgs({ ...sample, env: ["GREETING=from-env"], argv: ["/bin/sh", "-c", "echo $GREETING"] });
     expect(argsFromEnv(argsToEnv(args))).toEqual(args);

@@ -51,14 +51,15 @@ describe("platform and mechanism", () => {
 });
 
 describe("the planned command", () => {
-  test("bwrap mode: isolation flags, mounts in layering order, then the helper with the program's env as arguments", async () => {
+  test("bwrap mode: isolation flags, mounts in layering order, then the helper, its arguments (the program's env among them) in the environment, off bwrap's host-visible command line", async () => {
     await using sb = await layout();
     const spec: ConfineSpec = { ...sb.spec(), env: { PATH: "/usr/bin:/bin", TMPDIR: sb.scratch } };
     const cmd = planConfinedCommand(spec, LINUX, { helper, hostSecrets: [] });
     const at = (...seq: string[]) => cmd.argv.findIndex((_, i) => seq.every((s, j) => cmd.argv[i + j] === s));
-    expect(cmd.env).toEqual({});
+    expect(Object.keys(cmd.env).every((name) => name.startsWith("HATCH_HELPER_ARG"))).toBe(true);
+    expect(cmd.argv).not.toContain("--clearenv");
     expect(cmd.cwd).toBe("/");
-    expect(cmd.argv.slice(0, 9)).toEqual(["/usr/bin/bwrap", "--die-with-parent", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--clearenv", "--ro-bind"]);
+    expect(cmd.argv.slice(0, 9)).toEqual(["/usr/bin/bwrap", "--die-with-parent", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL", "--ro-bind", "/"]);
     expect(cmd.argv).not.toContain("--new-session");
     expect(cmd.argv).not.toContain("--setenv");
     const tmp = at("--tmpfs", "/tmp");
@@ -69,8 +70,8 @@ describe("the planned command", () => {
     const chdir = at("--chdir", "/", helper.bun, "--config=/dev/null", "--no-env-file", helper.script);
     expect([tmp, root, visible, data, scratch, chdir].every((i) => i > 0)).toBe(true);
     expect(tmp < root && root < data && visible < data && data < scratch && scratch < chdir).toBe(true);
-    const inner = cmd.argv.slice(chdir + 6);
-    expect(inner).toEqual([
+    expect(cmd.argv.slice(chdir + 2)).toEqual([helper.bun, "--config=/dev/null", "--no-env-file", helper.script]);
+    expect(argsFromEnv(cmd.env)).toEqual([
       "--abi-min", "3", "--cwd", sb.root,
       "--list", "/dev",
       "--ro", "/", "--ro", sb.visible,
@@ -101,7 +102,7 @@ describe("the planned command", () => {
     const spec: ConfineSpec = { ...sb.spec(), roots: [{ path: sb.root, write: true }, { path: sb.visible, write: false, exec: false }, { path: sb.hidden, write: true, exec: false }] };
     for (const preferBwrap of [true, false]) {
       const cmd = planConfinedCommand(spec, LINUX, { helper, preferBwrap, hostSecrets: [] });
-      const args = preferBwrap ? cmd.argv : argsFromEnv(cmd.env)!;
+      const args = argsFromEnv(cmd.env)!;
       expect({ preferBwrap, ro: args[args.indexOf("--ro-noexec") + 1], rw: args[args.indexOf("--rw-noexec") + 1] }).toEqual({ preferBwrap, ro: sb.visible, rw: sb.hidden });
     }
   });
@@ -109,7 +110,8 @@ describe("the planned command", () => {
   test("non-PTY runs get --new-session in bwrap too", async () => {
     await using sb = await layout();
     const cmd = planConfinedCommand(sb.spec(), LINUX, { helper, newSession: true });
-    expect(cmd.argv.filter((a) => a === "--new-session")).toHaveLength(2);
+    expect(cmd.argv.filter((a) => a === "--new-session")).toHaveLength(1);
+    expect(argsFromEnv(cmd.env)).toContain("--new-session");
   });
 
   test("existing host secrets are hidden before the roots are bound, so a root below one shows through", async () => {
@@ -124,9 +126,9 @@ describe("the planned command", () => {
     const conceal = cmd.argv.indexOf(secretHome);
     expect(cmd.argv[conceal - 1]).toBe("--tmpfs");
     expect(conceal).toBeLessThan(cmd.argv.indexOf(project));
-    expect(cmd.argv).toContain("--deny");
-    expect(cmd.argv.join(" ")).toContain(`--deny ${secretHome}`);
-    expect(cmd.argv.join(" ")).not.toContain("absent");
+    const args = argsFromEnv(cmd.env)!;
+    expect(args.join(" ")).toContain(`--deny ${secretHome}`);
+    expect([...cmd.argv, ...args].join(" ")).not.toContain("absent");
   });
 });
 

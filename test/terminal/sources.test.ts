@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
@@ -349,6 +349,34 @@ print("scanned")
     await Bun.sleep(200);
     for (let i = 0; i < 20; i++) expect((await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: "true" })).status).toBe(200);
     expect((await watching).body.output).toBe("scanned\n");
+  });
+
+  test("with bwrap, a session's environment never shows on the host's command lines while it runs", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const bob = await world.signedIn(project, "member");
+    localSource(world, project, "docs", { member: "rwx" });
+    const value = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
+    const created = await createSession(bob.client, { sourceSlug: "docs", id: "b", env: { GH_PAT: value } });
+    expect(created.status).toBe(201);
+    const exec = await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: "echo $GH_PAT" });
+    expect(exec.body.output).toBe(`${value}\n`);
+    // Nor can the program read it, or the server's, off bwrap's own PID 1 inside the sandbox.
+    const environ = (pid: string) => `cat /proc/${pid}/environ >/dev/null 2>&1 && echo ${pid}-readable || echo ${pid}-refused`;
+    const init = await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: `${environ("self")}; ${environ("1")}` });
+    expect(init.body.output).toBe("self-readable\n1-refused\n");
+    // bwrap's outer process stays on the host for the session's whole life; anyone there can read its command line.
+    const commandLines = readdirSync("/proc")
+      .filter((pid) => /^\d+$/.test(pid))
+      .map((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, "latin1");
+        } catch {
+          return "";
+        }
+      });
+    expect(commandLines.some((line) => line.includes("bwrap"))).toBe(true);
+    expect(commandLines.filter((line) => line.includes(value))).toEqual([]);
   });
 });
 
