@@ -33,6 +33,8 @@ export const conflict = (code: string, message: string) => new HatchError(code, 
 export const unsupportedMediaType = (message: string) => new HatchError("unsupported_media_type", 415, message);
 /** 429: a limit was reached. */
 export const tooMany = (code: string, message: string) => new HatchError(code, 429, message);
+/** 503: the service cannot take this now (shutting down, a dependency missing); trying later may work. */
+export const unavailable = (code: string, message: string) => new HatchError(code, 503, message);
 
 /**
  * A route hook for a body schema whose fields are all optional: Elysia reads

@@ -6,7 +6,7 @@ export { CallerResolver, can, isAdminRole, isProjectAdmin, requireFeature, requi
 export { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 export { type Clock, systemClock } from "./clock.ts";
 export { isCrossOriginRequest } from "./cross-origin.ts";
-export { HatchError, badRequest, conflict, forbidden, notFound, requireObjectBody, tooMany, unauthorized, unsupportedMediaType } from "./errors.ts";
+export { HatchError, badRequest, conflict, forbidden, notFound, requireObjectBody, tooMany, unauthorized, unavailable, unsupportedMediaType } from "./errors.ts";
 export { isJsonContentType, requireJsonBody } from "./json-body.ts";
 export { AGENT_PACKAGE, BUILTIN_ROLES, DEFAULT_GRANTS, FEATURES, WILDCARD, hasFeature, isFeatureName } from "./features.ts";
 export { constantTimeEqual, newId, randomToken, sha256Hex } from "./ids.ts";

@@ -1,4 +1,4 @@
-import { conflict, notFound, randomToken, tooMany, badRequest } from "../platform/index.ts";
+import { badRequest, conflict, notFound, randomToken, tooMany, unavailable } from "../platform/index.ts";
 import type { ParserThread } from "../screen/index.ts";
 import type { LaunchSpec, PtySpawner } from "./launch-spec.ts";
 import { PtySession, type SessionInfo } from "./pty-session.ts";
@@ -57,6 +57,8 @@ export const DEFAULT_COUNTDOWN_MS = 60_000;
 export class SessionManager {
   readonly #sessions = new Map<string, PtySession>();
   readonly #creating = new Map<string, Promise<PtySession>>();
+  /** Set by dispose(): from then on nothing new is spawned, and a spawn already under way is ended. */
+  #closing = false;
 
   constructor(private readonly options: SessionManagerOptions) {}
 
@@ -72,6 +74,7 @@ export class SessionManager {
    * is never rebound.
    */
   async create(request: CreateSessionRequest): Promise<{ session: PtySession; created: boolean }> {
+    if (this.#closing) throw shuttingDown();
     const id = request.id ?? randomToken(9);
     if (!SESSION_ID.test(id)) throw badRequest("invalid_session_id", `Cannot create session "${id}": ids are 1-64 characters of A-Z a-z 0-9 _ -`);
     const key: SessionKey = { ...request.namespace, id };
@@ -84,7 +87,12 @@ export class SessionManager {
     if (live >= this.options.limits.maxSessions()) {
       throw tooMany("session_limit", `Cannot create session "${id}": ${live} sessions are live, the limit is ${this.options.limits.maxSessions()}`);
     }
-    const creating = this.#spawn(key, request);
+    const creating = this.#spawn(key, request).then(async (session) => {
+      if (!this.#closing) return session;
+      // dispose() began while this one spawned and could not see it: it must not outlive the service.
+      await session.destroy("The service is shutting down");
+      throw shuttingDown();
+    });
     this.#creating.set(k, creating);
     try {
       const session = await creating;
@@ -159,10 +167,13 @@ export class SessionManager {
     return reaped;
   }
 
-  /** Destroy every session (shutdown). */
+  /** Destroy every session and refuse new ones (shutdown); resolves once creates still spawning are ended too. */
   async dispose(): Promise<void> {
+    this.#closing = true;
     await Promise.all([...this.#sessions.values()].map((s) => s.destroy("The service is shutting down")));
     this.#sessions.clear();
+    // Each create still spawning ends its own session on seeing #closing: wait until it has.
+    await Promise.allSettled([...this.#creating.values()]);
   }
 
   #sameDestination(session: PtySession, request: CreateSessionRequest): PtySession {
@@ -221,6 +232,10 @@ export class SessionManager {
       throw error;
     }
   }
+}
+
+function shuttingDown() {
+  return unavailable("shutting_down", "Cannot create a session: the service is shutting down");
 }
 
 /** The one answer for a session that is missing or not the caller's. */

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
-import { SessionManager } from "../../src/pty/index.ts";
+import { bunTerminalBackend, createPtySpawner, type PtyProcess, SessionManager } from "../../src/pty/index.ts";
 import { ParserThread } from "../../src/screen/index.ts";
 
 /** A parser thread that counts the terminals open on it. */
@@ -46,6 +46,45 @@ test("a create whose spawn fails leaves no scratch dir and no terminal open on t
     }
     expect(readdirSync(base)).toEqual([]);
     expect(parser.openTerminals).toBe(0);
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
+test("shutdown refuses new creates with 503 and ends a create that was still spawning, so no shell outlives the service", async () => {
+  const base = mkdtempSync(join(tmpdir(), "hatch-manager-"));
+  using parser = new ParserThread();
+  const spawned: PtyProcess[] = [];
+  const spawner = createPtySpawner((options) => {
+    const process = bunTerminalBackend(options);
+    spawned.push(process);
+    return process;
+  }, null);
+  const manager = new SessionManager({
+    scratchBase: base,
+    parser,
+    spawner,
+    limits: { maxSessions: () => 8, scrollbackLines: () => 1000, idleShutdownMs: () => 60_000 },
+    protectedPaths: [],
+    inputBucket: { capacity: 65536, refillPerSecond: 32768 },
+    now: () => Date.now(),
+  });
+  const namespace = { userId: "u", projectId: "p", agentId: null };
+  const request = (id: string) => ({ namespace, id, cols: 80, rows: 24, readOnly: false, authority: "{}", sourceSlug: "x", cwd: "/", launch: (scratch: string) => ({ sourceSlug: "x", cwd: "/", argv: ["/bin/sh"], env: {}, scratch, confine: null }) });
+  try {
+    await manager.create(request("live"));
+    // create() runs up to its first await (the scratch dir) before dispose() begins: it is mid-spawn.
+    const midSpawn = manager.create(request("mid-spawn")).then(() => null, (error: HatchError) => error);
+    await manager.dispose();
+    // dispose() returns only once the create it interrupted has ended its shell too.
+    expect(await Promise.race([Promise.all(spawned.map((process) => process.exited)).then(() => "all exited"), Bun.sleep(0).then(() => "still running")])).toBe("all exited");
+    const refused = await midSpawn;
+    expect({ status: refused?.status, code: refused?.code }).toEqual({ status: 503, code: "shutting_down" });
+    const late = await manager.create(request("late")).then(() => null, (error: HatchError) => error);
+    expect({ status: late?.status, code: late?.code }).toEqual({ status: 503, code: "shutting_down" });
+    expect(spawned.length).toBe(2);
+    expect(manager.count()).toBe(0);
+    expect(readdirSync(base)).toEqual([]);
   } finally {
     rmSync(base, { recursive: true, force: true });
   }
