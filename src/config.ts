@@ -60,7 +60,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   return {
     port: webPort,
     companionPort,
-    host: env.HATCH_HOST?.trim() || "127.0.0.1",
+    host: listenHost(env.HATCH_HOST?.trim() || "127.0.0.1"),
     dataDir: resolve(cwd, env.HATCH_DATA_DIR?.trim() || "./data"),
     secretKey: env.HATCH_SECRET_KEY ? secretKey(env.HATCH_SECRET_KEY) : null,
     shell: env.HATCH_SHELL?.trim() || null,
@@ -92,6 +92,20 @@ function positiveInt(env: Record<string, string | undefined>, name: string, fall
   const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isInteger(value) || value <= 0 || value > max) throw new ConfigError(`Cannot use ${name}="${raw}": expected a whole number from 1 to ${max}`);
   return value;
+}
+
+/**
+ * An IP address, or a host name of RFC 1123 labels. A name whose last label is
+ * all digits reads as a mistyped IPv4 address ("999.1.1.1"), so it is refused
+ * here rather than failing at listen with an unrelated error.
+ */
+function listenHost(raw: string): string {
+  if (isIP(raw) !== 0) return raw;
+  const labels = raw.split(".");
+  const isName =
+    raw.length <= 253 && labels.every((label) => /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label)) && !/^\d+$/.test(labels.at(-1)!);
+  if (!isName) throw new ConfigError(`Cannot use HATCH_HOST="${raw}": expected an IP address or a host name to listen on`);
+  return raw;
 }
 
 function oneOf<T extends string>(env: Record<string, string | undefined>, name: string, allowed: readonly T[], fallback: T): T {

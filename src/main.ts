@@ -103,9 +103,13 @@ async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverri
   let companion: CompanionServer;
   try {
     // Elysia asks Bun for SO_REUSEPORT by default: a second hatch on a busy port would start and silently take half the requests.
-    web = app.listen({ port: config.port, hostname: config.host, reusePort: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES });
+    web = await listenNamed("web host", config.host, config.port, "HATCH_PORT", () =>
+      app.listen({ port: config.port, hostname: config.host, reusePort: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES }),
+    );
     webPort = web.server!.port!;
-    companion = await startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade });
+    companion = await listenNamed("companion server", config.host, config.companionPort, "HATCH_COMPANION_PORT", () =>
+      startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade }),
+    );
   } catch (error) {
     await terminal.dispose();
     await workflows[Symbol.asyncDispose]();
@@ -132,6 +136,19 @@ async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverri
     stop,
     [Symbol.asyncDispose]: stop,
   };
+}
+
+/**
+ * Start a listener, naming the address and the settings behind it when that
+ * fails: Bun's own errors ("EEXIST: file already exists, listen" for a name
+ * that is not this host's) say neither.
+ */
+async function listenNamed<T>(what: string, host: string, port: number, portSetting: string, listen: () => T | Promise<T>): Promise<T> {
+  try {
+    return await listen();
+  } catch (error) {
+    throw new Error(`Cannot listen for the ${what} on ${host}:${port} (HATCH_HOST, ${portSetting}): ${(error as Error).message}`, { cause: error });
+  }
 }
 
 /** Test and embedding hooks: a clock, the reaper's interval, workflow and fire-endpoint tuning. */

@@ -35,6 +35,13 @@ describe("configuration", () => {
     for (const raw of ["10.0.0.0/8", "proxy.internal", "10.0.0.2:8080", "[::1]", "10.0.0.256"]) {
       expect(() => loadConfig({ HATCH_TRUSTED_PROXIES: `10.0.0.2, ${raw}` })).toThrow(`HATCH_TRUSTED_PROXIES entry "${raw}"`);
     }
+    // An address or a name to listen on: anything else failed later as "getaddrinfo ENOTFOUND" or a bare EEXIST.
+    for (const raw of ["0.0.0.0", "::", "::1", "fd00::5", "10.0.0.5", "localhost", "hatch-1.internal", "xn--bcher-kva.example"]) {
+      expect(loadConfig({ HATCH_HOST: raw }).host).toBe(raw);
+    }
+    for (const raw of ["not a host", "http://0.0.0.0", "999.1.1.1", "10.0.0.5:8080", "[::1]", "-lead.example", "a..b", "host_name", `${"a".repeat(64)}.example`]) {
+      expect(() => loadConfig({ HATCH_HOST: raw })).toThrow(`Cannot use HATCH_HOST="${raw}": expected an IP address or a host name`);
+    }
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).toThrow("at least 32 characters");
     // The key itself is never echoed in the error.
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).not.toThrow("too-short-secret");

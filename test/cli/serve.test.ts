@@ -30,8 +30,12 @@ describe("starting the service", () => {
     const port = new URL(world.hatch.url).port;
     const started = await hatchCliProcess(dir.path, ["serve"], { HATCH_PORT: port, HATCH_COMPANION_PORT: "0" });
     expect(started.code).toBe(1);
-    expect(started.err).toMatch(new RegExp(`^hatch: cannot start: .*${port}.* in use\\?\\n$`));
+    expect(started.err).toMatch(new RegExp(`^hatch: cannot start: Cannot listen for the web host on 127\\.0\\.0\\.1:${port} \\(HATCH_HOST, HATCH_PORT\\): .*${port}.* in use\\?\\n$`));
     expect((await world.anonymous().get("/api/auth/me")).status).toBe(401);
+    // The companion port is named as such, and the web host that did start is stopped again.
+    const companion = await hatchCliProcess(dir.path, ["serve"], { HATCH_PORT: "0", HATCH_COMPANION_PORT: port });
+    expect(companion.code).toBe(1);
+    expect(companion.err).toStartWith(`hatch: cannot start: Cannot listen for the companion server on 127.0.0.1:${port} (HATCH_HOST, HATCH_COMPANION_PORT): `);
   });
 
   test("a second `serve` on a running server's data dir refuses to start, and the running server's work goes on", async () => {
