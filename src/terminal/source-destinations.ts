@@ -59,7 +59,8 @@ export class SourceDestinations implements DestinationResolver {
     for (const stored of this.options.store.list(caller.project.id)) {
       if (stored.kind === "brain" || stored.kind === "webtop") continue;
       if (stored.kind === "host") {
-        if (can(caller, FEATURES.terminalNative)) entries.push(this.#hostEntry(stored));
+        // The plane feature is not sufficient alone: the source's policy decides who sees it, as for local tabs.
+        if (can(caller, FEATURES.terminalNative) && this.#policy(caller, stored).visible) entries.push(this.#hostEntry(stored));
         continue;
       }
       const source = this.#seeded(stored);
@@ -88,6 +89,7 @@ export class SourceDestinations implements DestinationResolver {
     if (!stored || stored.kind === "brain" || stored.kind === "webtop") throw sourceNotFound(sourceSlug);
     if (stored.kind === "host") {
       requireFeature(caller, FEATURES.terminalNative);
+      if (!this.#policy(caller, stored).visible) throw sourceNotFound(sourceSlug);
       throw new HatchError("host_broker_unavailable", 503, "Cannot open a host tab: the host broker is not provisioned on this server");
     }
     const source = this.#seeded(stored);
@@ -95,7 +97,10 @@ export class SourceDestinations implements DestinationResolver {
     if (!policy.visible) throw sourceNotFound(sourceSlug);
     const perms = policy.at("");
     const reason = this.#unselectableReason(caller, source, perms);
-    if (reason !== null) throw forbidden(perms.exec ? "source_unavailable" : "exec_denied", `Cannot open "${sourceSlug}": ${reason}`);
+    if (reason !== null) {
+      const code = !source.enabled ? "source_disabled" : !perms.exec ? "exec_denied" : "source_unavailable";
+      throw forbidden(code, `Cannot open "${sourceSlug}": ${reason}`);
+    }
     const root = realRoot(source)!;
     const cwd = resolveCwd(root, requestedCwd, sourceSlug);
     const unconfined = can(caller, FEATURES.execUnconfined);

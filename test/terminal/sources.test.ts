@@ -43,7 +43,10 @@ describe("GET /terminal/sources", () => {
     const project = await world.project();
     const admin = await world.signedIn(project, "admin");
     const member = await world.signedIn(project, "member");
-    world.hatch.terminal.sources.add(project.id, { slug: "host", kind: "host", root: "/srv" });
+    const store = world.hatch.terminal.sources;
+    const host = store.add(project.id, { slug: "host", kind: "host", root: "/srv" });
+    store.addRule(host, { subjectKind: "user", subject: admin.user.id, effect: "allow", perms: "rwx" });
+    store.add(project.id, { slug: "other-host", kind: "host", root: "/opt" });
     const adminTabs = (await admin.client.get(`${TERMINAL}/sources`)).body.sources;
     expect(adminTabs.find((s: any) => s.slug === "container-root")).toMatchObject({ label: "Process Root (/)", selectable: true, cwd: "/" });
     expect(adminTabs.find((s: any) => s.slug === "host")).toMatchObject({ selectable: false, unconfined: false, reason: expect.stringContaining("host broker") });
@@ -52,6 +55,11 @@ describe("GET /terminal/sources", () => {
     const hostCreate = await createSession(admin.client, { sourceSlug: "host" });
     expect(hostCreate.status).toBe(503);
     expect((await createSession(member.client, { sourceSlug: "host" })).status).toBe(403);
+    // terminal.native is not sufficient alone: a host source whose policy gives the caller nothing is not listed, and 404 like an unknown one.
+    expect(adminTabs.map((s: any) => s.slug)).not.toContain("other-host");
+    const unseen = await createSession(admin.client, { sourceSlug: "other-host" });
+    const unknown = await createSession(admin.client, { sourceSlug: "nope" });
+    expect({ status: unseen.status, code: unseen.body.error.code }).toEqual({ status: 404, code: unknown.body.error.code });
 
     await using inContainer = await startWorld({ HATCH_IN_CONTAINER: "1" });
     const other = await inContainer.signedIn(await inContainer.project(), "admin");
@@ -107,6 +115,19 @@ describe("create re-checks everything", () => {
     const unknown = await createSession(member.client, { sourceSlug: "nope" });
     expect(hidden.status).toBe(404);
     expect(hidden.body.error.code).toBe(unknown.body.error.code);
+    expect(world.hatch.terminal.sessions.count()).toBe(0);
+  });
+
+  test("a disabled source is 403 source_disabled on create, whatever the caller's policy says of exec", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    for (const [slug, perms] of [["off-rwx", "rwx"], ["off-r", "r"]] as const) {
+      localSource(world, project, slug, { member: perms });
+      world.hatch.terminal.sources.setEnabled(project.id, slug, false);
+      const refused = await createSession(member.client, { sourceSlug: slug });
+      expect({ slug, status: refused.status, error: refused.body.error }).toEqual({ slug, status: 403, error: { code: "source_disabled", message: `Cannot open "${slug}": The source is disabled` } });
+    }
     expect(world.hatch.terminal.sessions.count()).toBe(0);
   });
 
