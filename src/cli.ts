@@ -6,6 +6,7 @@ import { startHatch } from "./main.ts";
 const commands = [...adminCommands, ...sourceCommands, ...workflowCommands];
 
 const code = await runCli(process.argv.slice(2), commands, {
+  stdin: () => Bun.stdin.text(),
   serve: async (config) => {
     const hatch = await startHatch(config);
     console.log(`hatch: web host on ${hatch.url}, companion (terminal WebSocket) on ${hatch.companionUrl}, data in ${config.dataDir}`);

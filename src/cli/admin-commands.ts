@@ -1,10 +1,27 @@
 import { forbidden, notFound, Settings, type Platform } from "../platform/index.ts";
-import { str, UsageError, type Command } from "./command.ts";
+import { str, UsageError, type Command, type CommandContext } from "./command.ts";
 
 const project = { type: "string", required: true, description: "project slug" } as const;
 
 function requireProject(platform: Platform, slug: string) {
   return platform.projects.requireBySlug(slug);
+}
+
+/** `--password P` or `--password-stdin`: a password typed on the command line shows in `ps` and the shell's history. */
+function passwordOptions(description: string) {
+  return {
+    password: { type: "string", description: `${description}; visible in ps and shell history, prefer --password-stdin` },
+    "password-stdin": { type: "boolean", description: "read the password from standard input (one trailing newline dropped)" },
+  } as const;
+}
+
+/** The password given by exactly one of `--password` and `--password-stdin`. */
+async function passwordOption(ctx: CommandContext, v: Record<string, string | boolean | undefined>): Promise<string> {
+  const inline = v.password;
+  const fromStdin = v["password-stdin"] === true;
+  if ((inline !== undefined) === fromStdin) throw new UsageError("give exactly one of --password, --password-stdin");
+  // `echo "$PASSWORD" | hatch …` adds a newline that is not part of the password.
+  return fromStdin ? (await ctx.readStdin()).replace(/\r?\n$/, "") : str(v, "password");
 }
 
 /** `hatch admin ...`: users, projects, members, roles, grants, agents, settings. */
@@ -14,10 +31,34 @@ export const adminCommands: Command[] = [
     summary: "Create a user",
     options: {
       email: { type: "string", required: true, description: "the user's email" },
-      password: { type: "string", required: true, description: "initial password (8+ characters)" },
+      ...passwordOptions("initial password (8+ characters)"),
     },
-    run: async (ctx, v) => (await ctx.platform()).users.create(str(v, "email"), str(v, "password")),
+    run: async (ctx, v) => {
+      const password = await passwordOption(ctx, v);
+      return (await ctx.platform()).users.create(str(v, "email"), password);
+    },
     human: (r) => `created user ${(r as { email: string }).email} (${(r as { id: string }).id})`,
+  },
+  {
+    path: ["admin", "user", "password"],
+    summary: "Set a user's password and end all their sign-ins",
+    options: {
+      email: { type: "string", required: true, description: "the user's email" },
+      ...passwordOptions("new password (8+ characters)"),
+    },
+    run: async (ctx, v) => {
+      const password = await passwordOption(ctx, v);
+      const platform = await ctx.platform();
+      const user = platform.users.requireByEmail(str(v, "email"));
+      await platform.users.setPassword(user.id, password);
+      const signedOut = platform.sessions.endAllFor(user.id);
+      platform.audit.write({ action: "user.password", userId: user.id, target: user.email, detail: { signedOut, via: "cli" } });
+      return { ...user, signedOut };
+    },
+    human: (r) => {
+      const { email, signedOut } = r as { email: string; signedOut: number };
+      return `set the password of ${email}; ended ${signedOut} sign-in${signedOut === 1 ? "" : "s"}`;
+    },
   },
   {
     path: ["admin", "project", "add"],

@@ -12,6 +12,8 @@ export interface OptionSpec {
 export interface CommandContext {
   config: HatchConfig;
   platform(): Promise<Platform>;
+  /** The whole of standard input: how a secret reaches a command without showing on its command line. */
+  readStdin(): Promise<string>;
 }
 
 /** One CLI command, e.g. `admin user add`. */

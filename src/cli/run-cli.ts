@@ -20,7 +20,7 @@ const SERVE_USAGE = `usage: hatch serve\n${SERVE_SUMMARY}, configured by the HAT
 export async function runCli(
   argv: string[],
   commands: Command[],
-  options: { io?: CliIo; env?: Record<string, string | undefined>; serve?: (config: HatchConfig) => Promise<void> } = {},
+  options: { io?: CliIo; env?: Record<string, string | undefined>; stdin?: () => Promise<string>; serve?: (config: HatchConfig) => Promise<void> } = {},
 ): Promise<number> {
   const io = options.io ?? { out: (t) => console.log(t), err: (t) => console.error(t) };
   if (argv[0] === "serve") {
@@ -83,6 +83,7 @@ export async function runCli(
   const ctx: CommandContext = {
     config,
     platform: async () => (opened.current ??= await openPlatform(config)).platform,
+    readStdin: options.stdin ?? (async () => ""),
   };
   try {
     const result = await command.run(ctx, parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);

@@ -65,6 +65,13 @@ export class AuthSessions {
     if (ended) this.changes.notify({ userId: ended.userId });
   }
 
+  /** End every sign-in of a user (a password reset); returns how many there were. */
+  endAllFor(userId: string): number {
+    const ended = this.db.delete(authSessions).where(eq(authSessions.userId, userId)).returning({ id: authSessions.id }).all().length;
+    this.changes.notify({ userId });
+    return ended;
+  }
+
   /** Switch a session's active project. */
   setProject(sessionId: string, projectId: string): void {
     const switched = this.db.update(authSessions).set({ projectId }).where(eq(authSessions.id, sessionId)).returning({ userId: authSessions.userId }).get();

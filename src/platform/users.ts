@@ -31,13 +31,17 @@ export class Users {
   async create(email: string, password: string): Promise<User> {
     const normalized = normalizeEmail(email);
     if (!EMAIL.test(normalized)) throw badRequest("invalid_email", `Cannot create user: "${email}" is not an email address`);
-    if (password.length < MIN_PASSWORD_LENGTH) {
-      throw badRequest("weak_password", `Cannot create user: the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
-    }
+    checkPassword(password, "Cannot create user");
     if (this.findByEmail(normalized)) throw conflict("user_exists", `Cannot create user: "${normalized}" already exists`);
     const row = { id: newId(), email: normalized, passwordHash: await hashPassword(password), createdAt: Date.now() };
     this.db.insert(users).values(row).run();
     return publicUser(row);
+  }
+
+  /** Replace a user's password (the caller ends their sign-ins: a reset after a leak must lock the holder out). */
+  async setPassword(userId: string, password: string): Promise<void> {
+    checkPassword(password, "Cannot set the password");
+    this.db.update(users).set({ passwordHash: await hashPassword(password) }).where(eq(users.id, userId)).run();
   }
 
   /** The user with this id, or null. */
@@ -68,6 +72,10 @@ export class Users {
     }
     return (await verifyPassword(password, row.passwordHash)) ? publicUser(row) : null;
   }
+}
+
+function checkPassword(password: string, doing: string): void {
+  if (password.length < MIN_PASSWORD_LENGTH) throw badRequest("weak_password", `${doing}: the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
 }
 
 /** The one spelling of an email address that hatch stores and compares. */

@@ -6,9 +6,10 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
+import { adminCommands } from "../../src/cli/index.ts";
 import { hatchCli, hatchCliProcess } from "../helpers/cli.ts";
 import { HttpClient } from "../helpers/http-client.ts";
-import { startWorld } from "../helpers/world.ts";
+import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
 
 function tempDataDir(): string & Disposable {
   const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
@@ -69,11 +70,55 @@ describe("the hatch CLI", () => {
     ]);
   });
 
+  test("a password piped to --password-stdin creates the user without showing on the command line; one trailing newline is not part of it", async () => {
+    using dir = tempDataDir();
+    const created = await hatchCliProcess(dir, ["admin", "user", "add", "--email", "piped@example.com", "--password-stdin"], {}, "piped pass 1\n");
+    expect(created).toEqual({ code: 0, out: expect.stringMatching(/^created user piped@example\.com \(/), err: "" });
+    await using hatch = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir }));
+    const login = (password: string) => new HttpClient(hatch.url).post("/api/auth/login", { email: "piped@example.com", password });
+    expect((await login("piped pass 1")).status).toBe(200);
+    expect((await login("piped pass 1\n")).status).toBe(401);
+  });
+
+  test("admin user password sets a new password, ends every sign-in of that user and is audited; bad input changes nothing", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const other = await world.signedIn(project, "member");
+    expect((await member.client.get("/api/auth/me")).status).toBe(200);
+    const cli = (argv: string[], stdin = "") => hatchCli(world.config.dataDir, ["admin", "user", "password", ...argv], adminCommands, stdin);
+
+    for (const flags of [[], ["--password", "new pass 12", "--password-stdin"]]) {
+      const ambiguous = await cli(["--email", member.user.email, ...flags], "new pass 12");
+      expect({ code: ambiguous.code, out: ambiguous.out }).toEqual({ code: 2, out: "" });
+      expect(ambiguous.err).toStartWith("hatch: give exactly one of --password, --password-stdin\n");
+    }
+    const unknown = await cli(["--email", "nobody@example.com", "--password-stdin", "--json"], "new pass 12");
+    expect({ code: unknown.code, error: JSON.parse(unknown.err).error.code }).toEqual({ code: 1, error: "user_not_found" });
+    const weak = await cli(["--email", member.user.email, "--password-stdin", "--json"], "short\n");
+    expect({ code: weak.code, error: JSON.parse(weak.err).error.code }).toEqual({ code: 1, error: "weak_password" });
+    expect((await member.client.get("/api/auth/me")).status).toBe(200);
+
+    const reset = await cli(["--email", member.user.email, "--password-stdin", "--json"], "new pass 12\n");
+    expect(reset.code).toBe(0);
+    expect(reset.json()).toEqual({ id: member.user.id, email: member.user.email, createdAt: expect.any(Number), signedOut: 1 });
+    expect(reset.out).not.toContain("new pass 12");
+    // The holder of the old cookie (perhaps whoever learnt the old password) is out; another user is not.
+    expect((await member.client.get("/api/auth/me")).status).toBe(401);
+    expect((await other.client.get("/api/auth/me")).status).toBe(200);
+    const login = (password: string) => world.anonymous().post("/api/auth/login", { email: member.user.email, password });
+    expect((await login("new pass 12")).status).toBe(200);
+    expect((await login(TEST_PASSWORD)).status).toBe(401);
+    // A user's password belongs to no project: the entry is in the log without one.
+    const audited = world.hatch.sqlite.query("SELECT user_id, project_id, target, detail FROM audit_log WHERE action = 'user.password'").all();
+    expect(audited).toEqual([{ user_id: member.user.id, project_id: null, target: member.user.email, detail: JSON.stringify({ signedOut: 1, via: "cli" }) }]);
+  });
+
   test("bad arguments print usage and exit non-zero, changing nothing", async () => {
     using dir = tempDataDir();
     const missing = await hatchCli(dir, ["admin", "user", "add", "--email", "x@example.com"]);
     expect(missing.code).toBe(2);
-    expect(missing.err).toContain("--password is required");
+    expect(missing.err).toContain("give exactly one of --password, --password-stdin");
     expect(missing.err).toContain("usage: hatch admin user add");
     const unknownFlag = await hatchCli(dir, ["admin", "user", "add", "--email", "x@example.com", "--password", "long enough", "--colour", "red"]);
     expect(unknownFlag.code).toBe(2);

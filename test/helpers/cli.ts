@@ -10,21 +10,23 @@ export interface CliResult {
   json<T = any>(): T;
 }
 
-/** Run the hatch CLI in-process against a data dir, capturing its output. */
-export async function hatchCli(dataDir: string, argv: string[], commands: Command[] = adminCommands): Promise<CliResult> {
+/** Run the hatch CLI in-process against a data dir, capturing its output; `stdin` is what it reads there. */
+export async function hatchCli(dataDir: string, argv: string[], commands: Command[] = adminCommands, stdin = ""): Promise<CliResult> {
   let out = "";
   let err = "";
   const code = await runCli(argv, commands, {
     env: { HATCH_DATA_DIR: dataDir },
+    stdin: async () => stdin,
     io: { out: (t) => (out += t + "\n"), err: (t) => (err += t + "\n") },
   });
   return { code, out, err, json: () => JSON.parse(out) };
 }
 
-/** Run the real `bun src/cli.ts` as a child process, with `env` added to its environment. */
-export async function hatchCliProcess(dataDir: string, argv: string[], env: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
+/** Run the real `bun src/cli.ts` as a child process, with `env` added to its environment and `stdin` piped in. */
+export async function hatchCliProcess(dataDir: string, argv: string[], env: Record<string, string> = {}, stdin = ""): Promise<{ code: number; out: string; err: string }> {
   const child = Bun.spawn([process.execPath, "src/cli.ts", ...argv], {
     env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HATCH_DATA_DIR: dataDir, ...env },
+    stdin: new TextEncoder().encode(stdin),
     stdout: "pipe",
     stderr: "pipe",
   });
