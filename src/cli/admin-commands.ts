@@ -97,6 +97,28 @@ export const adminCommands: Command[] = [
     },
   },
   {
+    path: ["admin", "member", "remove"],
+    summary: "Remove a user from a project: what they held there stops working",
+    options: {
+      project,
+      email: { type: "string", required: true, description: "the member's email" },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const p = requireProject(platform, str(v, "project"));
+      const user = platform.users.requireByEmail(str(v, "email"));
+      const role = platform.projects.removeMember(p.id, user.id);
+      if (role === null) throw forbidden("not_a_member", `Cannot remove ${user.email} from ${p.slug}: they are not a member`);
+      platform.audit.write({ action: "member.remove", userId: user.id, projectId: p.id, target: user.email, detail: { role, via: "cli" } });
+      // The shape of `member add`'s answer, `role` being the one held now; `previousRole` says what was taken away.
+      return { project: p.slug, email: user.email, role: null, previousRole: role };
+    },
+    human: (r) => {
+      const m = r as { project: string; email: string; previousRole: string };
+      return `${m.email} is no longer a member of ${m.project} (was ${m.previousRole})`;
+    },
+  },
+  {
     path: ["admin", "role", "add"],
     summary: "Create a custom role (it starts with no features)",
     options: { project, name: { type: "string", required: true, description: "role name" } },

@@ -92,6 +92,33 @@ export class Projects {
     this.changes.notify({ projectId });
   }
 
+  /**
+   * Remove a user from a project; returns the role they held, or null when
+   * they were not a member. Nothing else they have in the project is touched:
+   * every check re-reads membership, so what they held stops working.
+   *
+   * @example
+   * if (projects.removeMember(project.id, user.id) === null) throw forbidden("not_a_member", "...");
+   */
+  removeMember(projectId: string, userId: string): string | null {
+    // IMMEDIATE: two removals at once (two CLI processes) must not each count the other owner and leave none.
+    const removed = this.db.transaction(
+      (tx) => {
+        const role = this.roleOf(projectId, userId);
+        if (role === null) return null;
+        // As for a demotion: only an owner grants what the admin role lacks, so a project without one is stuck.
+        if (role === "owner" && this.#ownerCount(projectId) === 1) {
+          throw conflict("last_owner", "Cannot remove the project's only owner: make another member owner first");
+        }
+        tx.delete(members).where(and(eq(members.projectId, projectId), eq(members.userId, userId))).run();
+        return role;
+      },
+      { behavior: "immediate" },
+    );
+    if (removed !== null) this.changes.notify({ projectId });
+    return removed;
+  }
+
   #ownerCount(projectId: string): number {
     return this.db.select({ n: sql<number>`count(*)` }).from(members).where(and(eq(members.projectId, projectId), eq(members.role, "owner"))).get()!.n;
   }

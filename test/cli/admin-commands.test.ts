@@ -114,6 +114,78 @@ describe("the hatch CLI", () => {
     expect(audited).toEqual([{ user_id: member.user.id, project_id: null, target: member.user.email, detail: JSON.stringify({ signedOut: 1, via: "cli" }) }]);
   });
 
+  describe("member remove", () => {
+    test("takes a user out of a project, answering like member add, and is audited as member.remove", async () => {
+      await using world = await startWorld();
+      const project = await world.project();
+      const member = await world.user("member");
+      world.platform.projects.setMember(project.id, member.id, "member");
+      const cli = (...argv: string[]) => hatchCli(world.config.dataDir, argv);
+      const removed = await cli("admin", "member", "remove", "--project", project.slug, "--email", member.email, "--json");
+      expect({ code: removed.code, json: removed.json() }).toEqual({ code: 0, json: { project: project.slug, email: member.email, role: null, previousRole: "member" } });
+      expect(world.platform.projects.roleOf(project.id, member.id)).toBeNull();
+      const entries = world.platform.audit.query({ projectId: project.id, action: "member.remove" });
+      expect(entries.map(({ userId, target, detail }) => ({ userId, target, detail }))).toEqual([{ userId: member.id, target: member.email, detail: { role: "member", via: "cli" } }]);
+      // Without --json, one line saying what was taken away.
+      world.platform.projects.setMember(project.id, member.id, "viewer");
+      const human = await cli("admin", "member", "remove", "--project", project.slug, "--email", member.email);
+      expect({ code: human.code, out: human.out }).toEqual({ code: 0, out: `${member.email} is no longer a member of ${project.slug} (was viewer)\n` });
+    });
+
+    test("refuses an unknown project, an unknown user and a user who is not a member with exit 1 and the error's code, changing nothing", async () => {
+      await using world = await startWorld();
+      const project = await world.project();
+      const member = await world.user("member");
+      world.platform.projects.setMember(project.id, member.id, "member");
+      const outsider = await world.user("outsider");
+      const remove = async (slug: string, email: string) => {
+        const result = await hatchCli(world.config.dataDir, ["admin", "member", "remove", "--project", slug, "--email", email, "--json"]);
+        return { code: result.code, out: result.out, error: JSON.parse(result.err).error };
+      };
+      expect(await remove("no-such-project", member.email)).toEqual({ code: 1, out: "", error: { code: "project_not_found", message: 'Cannot find project "no-such-project"' } });
+      expect(await remove(project.slug, "nobody@example.com")).toEqual({ code: 1, out: "", error: { code: "user_not_found", message: 'Cannot find user "nobody@example.com"' } });
+      expect(await remove(project.slug, outsider.email)).toEqual({
+        code: 1,
+        out: "",
+        error: { code: "not_a_member", message: `Cannot remove ${outsider.email} from ${project.slug}: they are not a member` },
+      });
+      expect(world.platform.projects.roleOf(project.id, member.id)).toBe("member");
+      expect(world.platform.audit.query({ projectId: project.id, action: "member.remove" })).toEqual([]);
+    });
+
+    test("refuses the project's only owner with last_owner, as demoting them is refused; with a second owner either can go", async () => {
+      await using world = await startWorld();
+      const project = await world.project();
+      const cli = (...argv: string[]) => hatchCli(world.config.dataDir, argv);
+      const only = await cli("admin", "member", "remove", "--project", project.slug, "--email", project.owner.email, "--json");
+      expect({ code: only.code, error: JSON.parse(only.err).error }).toEqual({
+        code: 1,
+        error: { code: "last_owner", message: "Cannot remove the project's only owner: make another member owner first" },
+      });
+      expect(world.platform.projects.roleOf(project.id, project.owner.id)).toBe("owner");
+      const human = await cli("admin", "member", "remove", "--project", project.slug, "--email", project.owner.email);
+      expect({ code: human.code, err: human.err }).toEqual({ code: 1, err: "hatch: Cannot remove the project's only owner: make another member owner first\n" });
+
+      const second = await world.user("owner");
+      world.platform.projects.setMember(project.id, second.id, "owner");
+      expect((await cli("admin", "member", "remove", "--project", project.slug, "--email", project.owner.email)).code).toBe(0);
+      expect(world.platform.projects.membersWithRoles(project.id, ["owner"])).toEqual([{ userId: second.id, role: "owner" }]);
+      // The one left is now the only owner.
+      expect((await cli("admin", "member", "remove", "--project", project.slug, "--email", second.email)).code).toBe(1);
+    });
+
+    test("without --project or --email prints its usage and exits 2; hatch --help lists it", async () => {
+      using dir = tempDataDir();
+      for (const [flags, missing] of [[["--email", "a@example.com"], "--project"], [["--project", "p"], "--email"]] as const) {
+        const result = await hatchCli(dir, ["admin", "member", "remove", ...flags]);
+        expect({ code: result.code, out: result.out }).toEqual({ code: 2, out: "" });
+        expect(result.err).toStartWith(`hatch: ${missing} is required\n\nusage: hatch admin member remove [options] [--json]\n`);
+      }
+      const help = await hatchCli(dir, ["--help"]);
+      expect(help.out).toContain("\n  hatch admin member remove  Remove a user from a project");
+    });
+  });
+
   test("bad arguments print usage and exit non-zero, changing nothing", async () => {
     using dir = tempDataDir();
     const missing = await hatchCli(dir, ["admin", "user", "add", "--email", "x@example.com"]);
