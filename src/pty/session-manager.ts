@@ -126,6 +126,11 @@ export class SessionManager {
     return [...this.#sessions.values()].filter((s) => s.key.projectId === projectId && !s.destroyed).map((s) => s.info());
   }
 
+  /** Every live session of every project (the terminal's periodic membership check). */
+  listAll(): SessionInfo[] {
+    return [...this.#sessions.values()].filter((s) => !s.destroyed).map((s) => s.info());
+  }
+
   /** Live sessions of a project (of one user in it when given), for the health route. */
   count(projectId?: string, userId?: string): number {
     return [...this.#sessions.values()].filter(

@@ -13,6 +13,7 @@ import {
 } from "../pty/index.ts";
 import { SourceStore } from "../sources/index.ts";
 import { createConfinement, type Confinement } from "./confinement.ts";
+import { endSessionsOfFormerMembers } from "./former-members.ts";
 import type { OriginPolicy } from "./origin-policy.ts";
 import { RejectionLog } from "./rejection-log.ts";
 import { terminalRoutes } from "./routes.ts";
@@ -37,7 +38,7 @@ export interface TerminalPartOptions {
   /** The environment sessions start from (sanitised per spawn). */
   baseEnv: Record<string, string | undefined>;
   now(): number;
-  /** How often the reaper sweeps. */
+  /** How often the reaper sweeps: idle sessions, and sessions whose owner is no longer a member. */
   reaperIntervalMs?: number;
   /** How often an open terminal connection that sends nothing has its access re-checked. */
   accessRecheckMs?: number;
@@ -49,7 +50,7 @@ export interface TerminalPartOptions {
 
 /** WebSocket input cap per connection (DESIGN.md): 64 KiB burst, 32 KiB/s refill. */
 const INPUT_BUCKET = { capacity: 64 * 1024, refillPerSecond: 32 * 1024 };
-/** The reaper's default sweep interval: well under a minute, the smallest Idle Shutdown. */
+/** The reaper's default sweep interval: well under a minute, the smallest Idle Shutdown; a departed member's sessions end within it too. */
 const REAPER_INTERVAL_MS = 15_000;
 
 /** The assembled terminal: routes, the WebSocket upgrade handler, the session manager, the reaper. */
@@ -62,6 +63,16 @@ export interface TerminalPart {
   /** Remove orphaned scratch dirs and start the reaper. */
   start(): Promise<void>;
   dispose(): Promise<void>;
+}
+
+/**
+ * One round of the reaper: sessions whose owner left their project end first
+ * (a departed member's shell must not wait for idle shutdown), then idle ones.
+ * Each step's failure is logged on its own, so one cannot stop the other.
+ */
+async function reap(platform: Platform, sessions: SessionManager): Promise<void> {
+  await endSessionsOfFormerMembers(platform, sessions).catch((error: unknown) => console.error("hatch: ending the sessions of former members failed", error));
+  await sessions.sweep().catch((error: unknown) => console.error("hatch: the reaper's sweep failed", error));
 }
 
 /** Build the terminal part over the platform. */
@@ -127,7 +138,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
     confinement,
     start: async () => {
       await sessions.sweepOrphans();
-      reaper = setInterval(() => sessions.sweep().catch((error: unknown) => console.error("hatch: the reaper's sweep failed", error)), options.reaperIntervalMs ?? REAPER_INTERVAL_MS);
+      reaper = setInterval(() => void reap(platform, sessions), options.reaperIntervalMs ?? REAPER_INTERVAL_MS);
       reaper.unref?.();
     },
     dispose: async () => {
