@@ -4,11 +4,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { startHatch } from "../../src/main.ts";
-import type { RunUpdate } from "../../src/workflows/index.ts";
+import type { Run, RunUpdate } from "../../src/workflows/index.ts";
+import { hatchCli } from "../helpers/cli.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { logIn, startWorld, TEST_PASSWORD } from "../helpers/world.ts";
-import { answers, commandWorkflow, countRows, fire, isAlive, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
+import { answers, commandWorkflow, countRows, fire, isAlive, isFinished, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 /** A command that says it started, then works until it is killed. */
 const blocking = (dir: string) => `echo $$ > ${dir}/$HATCH_RUN_ID.started; sleep 300`;
@@ -116,6 +117,43 @@ describe("the life of a run", () => {
     expect(gone).toMatchObject({ status: "failed", error: `The workflow's creator "${member.user.email}" is no longer a member of the project` });
     expect(existsSync(join(dir, `${gone.id}.ran`))).toBe(false);
     expect(world.platform.audit.query({ projectId: project.id, action: "workflow.run.failed" }).map((e) => e.target)).toEqual([gone.id, denied.id]);
+  });
+
+  test("once hatch admin member remove took its creator out of the project, a run queued before, a fire and a scheduled fire all fail with that reason without running", async () => {
+    await using world = await startWorld({}, { workflows: { poolSize: 1 } });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await memberWithBareRuns(world, project);
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, `if grep -q block; then ${blocking(dir)}; else touch ${dir}/$HATCH_RUN_ID.ran; echo ran; fi`, { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const working = (await fire(world, workflow.id, token, { text: "block" })).body.runId;
+    await waitFor(() => existsSync(join(dir, `${working}.started`)), "the first run to start");
+    const queued = (await fire(world, workflow.id, token, { text: "queued" })).body.runId;
+    expect(world.hatch.workflows.pool.stats()).toMatchObject({ running: 1, queued: 1 });
+
+    // The operator's CLI is another process: the server learns of the removal only from the database.
+    const removed = await hatchCli(world.config.dataDir, ["admin", "member", "remove", "--project", project.slug, "--email", member.user.email]);
+    expect(removed.code).toBe(0);
+    // The run already working was started while its creator was a member; an owner stops it, which frees the pool for the queued one.
+    await owner.client.post(`/api/workflows/${workflow.id}/runs/${working}/cancel`);
+    const reason = `The workflow's creator "${member.user.email}" is no longer a member of the project`;
+    const afterQueue = await waitForRun(owner.client, workflow.id, queued);
+    const fired = await fire(world, workflow.id, token, { text: "after" });
+    // The fire endpoint answers to its token, not to the creator: it takes the fire, and the run refuses to start.
+    expect(fired.status).toBe(202);
+    const afterFire = await waitForRun(owner.client, workflow.id, fired.body.runId);
+    await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { schedule: "* * * * * *" });
+    const scheduled = await waitFor(async () => (await owner.client.get(`/api/workflows/${workflow.id}/runs`)).body.runs.find((r: Run) => r.trigger.kind === "schedule" && isFinished(r)), "a scheduled run to finish");
+    await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "paused" });
+
+    for (const run of [afterQueue, afterFire, scheduled]) {
+      expect(run).toMatchObject({ status: "failed", error: reason, startedAt: null, events: [] });
+      expect(existsSync(join(dir, `${run.id}.ran`))).toBe(false);
+    }
+    const failures = world.platform.audit.query({ projectId: project.id, action: "workflow.run.failed" });
+    expect(failures.map((e) => e.target).sort()).toEqual([afterQueue.id, afterFire.id, scheduled.id].sort());
+    expect(failures.every((e) => e.userId === member.user.id && e.detail!.error === reason)).toBe(true);
   });
 
   test("a burst of 200 fires queues and completes with the pool's bound respected", async () => {
