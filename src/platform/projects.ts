@@ -80,15 +80,20 @@ export class Projects {
   setMember(projectId: string, userId: string, role: string): void {
     const known = this.db.select().from(roles).where(and(eq(roles.projectId, projectId), eq(roles.name, role))).get();
     if (!known) throw badRequest("unknown_role", `Cannot add member: the project has no role "${role}"`);
-    // Only an owner grants roles the admin role lacks or attaches package access: a project without one is stuck.
-    if (role !== "owner" && this.roleOf(projectId, userId) === "owner" && this.#ownerCount(projectId) === 1) {
-      throw conflict("last_owner", "Cannot change the role of the project's only owner: make another member owner first");
-    }
-    this.db
-      .insert(members)
-      .values({ projectId, userId, role, createdAt: Date.now() })
-      .onConflictDoUpdate({ target: [members.projectId, members.userId], set: { role } })
-      .run();
+    // IMMEDIATE, as removeMember: a demotion and a removal of the two owners at once must not each count the other and leave none.
+    this.db.transaction(
+      (tx) => {
+        // Only an owner grants roles the admin role lacks or attaches package access: a project without one is stuck.
+        if (role !== "owner" && this.roleOf(projectId, userId) === "owner" && this.#ownerCount(projectId) === 1) {
+          throw conflict("last_owner", "Cannot change the role of the project's only owner: make another member owner first");
+        }
+        tx.insert(members)
+          .values({ projectId, userId, role, createdAt: Date.now() })
+          .onConflictDoUpdate({ target: [members.projectId, members.userId], set: { role } })
+          .run();
+      },
+      { behavior: "immediate" },
+    );
     this.changes.notify({ projectId });
   }
 
