@@ -61,7 +61,6 @@ export function countRows(world: World, table: string, where = "1 = 1", ...param
   return (world.hatch.sqlite.query(`SELECT count(*) AS n FROM ${table} WHERE ${where}`).get(...params) as { n: number }).n;
 }
 
-/** A temp dir removed with the world: where test commands leave their traces. */
 /**
  * A member whose workflow runs spawn bare (the role holds exec.unconfined), so a
  * test can watch a run's side effects in a trace dir outside the run's scratch.
@@ -72,6 +71,7 @@ export async function memberWithBareRuns(world: World, project: Project): Promis
   return world.signedIn(project, "member");
 }
 
+/** A temp dir removed with the world: where test commands leave their traces. */
 export function traceDir(world: World): string {
   const dir = mkdtempSync(join(tmpdir(), "hatch-trace-"));
   world.onDispose(() => rmSync(dir, { recursive: true, force: true }));
