@@ -63,8 +63,8 @@ export class WorkflowEngine implements AsyncDisposable {
    * (fires of one event-loop turn share one transaction), and only then is the
    * run handed to the pool. Rejects with 400 `text_too_long` (4,000
    * characters; 40,000 for a channel message), 404
-   * `workflow_not_found`, 409 `workflow_not_active` (nothing is recorded as a
-   * run), 429 `spend_limit_reached` (recorded in the audit log), or 500
+   * `workflow_not_found`, 409 `workflow_not_active` or `creator_not_member`
+   * (nothing is recorded as a run), 429 `spend_limit_reached` (recorded in the audit log), or 500
    * `run_not_recorded` when the row could not be written (nothing is queued
    * and the run is not counted).
    */
@@ -157,6 +157,11 @@ export class WorkflowEngine implements AsyncDisposable {
     if (!workflow) throw notFound("workflow_not_found", `Cannot find workflow "${request.workflowId}"`);
     if (workflow.status !== "active") {
       throw new HatchError("workflow_not_active", 409, `Workflow "${workflow.name}" is ${workflow.status}: it does not fire until it is active`, { status: workflow.status });
+    }
+    // A run executes as its creator: one who left the project could run none of them, and a schedule
+    // would fill the project's day with failed runs that spend its budget (the run re-checks at start too).
+    if (platform.projects.roleOf(workflow.projectId, workflow.createdBy) === null) {
+      throw new HatchError("creator_not_member", 409, `Workflow "${workflow.name}" does not fire: its creator is no longer a member of the project`);
     }
     try {
       limits.check(workflow.projectId, workflow.runnerKind === "openai");
