@@ -8,6 +8,7 @@ import { fileURLToPath } from "node:url";
 import { type BwrapLayout, bwrapArgs, type HiddenPath } from "./bwrap-args.ts";
 import { confinementUnavailable, confinementUnsupported, rootInvalid } from "./confine-errors.ts";
 import { type ConfineRoot, type ConfineSpec, pathDepth, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
+import { coverBetween } from "./cover-between.ts";
 import { argsToEnv, formatHelperArgs, type HelperArgs } from "./helper-args.ts";
 import { HOST_SECRET_PATHS } from "./host-secrets.ts";
 import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";
@@ -126,10 +127,14 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
 
 function landlockArgs(spec: ResolvedSpec, secrets: HiddenPath[], abiMin: number, newSession: boolean, inBwrap: boolean): HelperArgs {
   const writable = spec.roots.filter((r) => r.write);
+  const covers = [...spec.deny, ...secrets.map((s) => s.path)];
   // Alone, Landlock must carve read-only sub-rules out of writable roots itself. Inside bwrap the
   // read-only bind mount already does (EROFS), so the writable root's own top level stays usable.
+  // That holds only where the writable root's rule reaches the sub-root: below a deny path or host
+  // secret the rule is carved away, and the read-only root needs a rule of its own to be readable.
   // bwrap has no per-mount noexec, so a root that denies running programs always goes to Landlock.
-  const readOnly = spec.roots.filter((r) => !r.write).filter((r) => !r.exec || !inBwrap || !writable.some((w) => isStrictlyWithin(r.path, w.path)));
+  const inheritsWrite = (r: Required<ConfineRoot>) => writable.some((w) => isStrictlyWithin(r.path, w.path) && coverBetween(w.path, r.path, covers) === undefined);
+  const readOnly = spec.roots.filter((r) => !r.write).filter((r) => !r.exec || !inBwrap || !inheritsWrite(r));
   const paths = (roots: Required<ConfineRoot>[], exec: boolean) => roots.filter((r) => r.exec === exec).map((r) => r.path);
   return {
     // /dev lists names only: device nodes open by explicit grant (uid 0 owns the raw disks).
@@ -153,7 +158,8 @@ function bwrapLayout(spec: ResolvedSpec, secrets: HiddenPath[], helper: HelperCo
   // The helper must stay reachable even if Bun or the script lives under a hidden dir.
   const hidden = [...hide, ...secrets.map((s) => s.path)];
   const expose = [helper.bun, dirOf(helper.script)].filter((p) => hidden.some((h) => isWithin(p, h)));
-  return { hide, conceal: secrets, expose, roots: pinReadOnlyParents(spec.roots), deny: existing(spec.deny), scratch: spec.scratch, newSession };
+  const roots = pinReadOnlyParents(spec.roots, [...spec.deny, ...secrets.map((s) => s.path)]);
+  return { hide, conceal: secrets, expose, roots, deny: existing(spec.deny), scratch: spec.scratch, newSession };
 }
 
 /**
@@ -181,15 +187,20 @@ function keepReadOnly(spec: ResolvedSpec, neverWritable: readonly string[]): Res
  * directory where the read-only rule stands. So every directory between the
  * writable root and the read-only sub-root is bound onto itself as well,
  * making each a mount point that cannot be renamed or removed (EBUSY).
+ *
+ * The pins stop at a cover (a deny path or host secret) on the way: below it
+ * lies bwrap's empty tmpfs, not the host's directories, and binding one of
+ * those onto itself would show the host's copy through the cover.
  */
-function pinReadOnlyParents(roots: ResolvedSpec["roots"]): ResolvedSpec["roots"] {
+function pinReadOnlyParents(roots: ResolvedSpec["roots"], covers: readonly string[]): ResolvedSpec["roots"] {
   const pinned = new Map(roots.map((root) => [root.path, root]));
   for (const readOnly of roots.filter((r) => !r.write)) {
     // The innermost root around it decides: inside a read-only one nothing can be renamed anyway.
     const around = roots.filter((r) => isStrictlyWithin(readOnly.path, r.path));
     const base = around.reduce<ResolvedSpec["roots"][number] | null>((a, b) => (a === null || b.path.length > a.path.length ? b : a), null);
     if (!base?.write) continue;
-    for (let dir = dirOf(readOnly.path); isStrictlyWithin(dir, base.path); dir = dirOf(dir)) {
+    const below = coverBetween(base.path, readOnly.path, covers) ?? readOnly.path;
+    for (let dir = dirOf(below); isStrictlyWithin(dir, base.path); dir = dirOf(dir)) {
       if (!pinned.has(dir)) pinned.set(dir, { path: dir, write: true, exec: true });
     }
   }

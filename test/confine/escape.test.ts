@@ -267,6 +267,22 @@ describe.each(MODES)("confined bash (%s)", (mode) => {
     expect(r.stdout).toBe("int main;\nWROTE\n");
   });
 
+  test("a read-only root below a host secret inside a writable root is readable; the secret's other entries stay out of reach", async () => {
+    await using sb = await Sandbox.create(mode);
+    const keys = join(sb.root, "keys");
+    const project = join(keys, "project");
+    await Bun.write(join(keys, "deploy.key"), "deploy-key");
+    await Bun.write(join(project, "main.c"), "int main;");
+    const r = await sb.run(`cat keys/project/main.c; echo; cat keys/deploy.key 2>/dev/null && echo READ; echo x > keys/planted 2>/dev/null && echo W1; echo x > keys/project/new 2>/dev/null && echo W2; echo ${END}`, {
+      roots: [
+        { path: sb.root, write: true },
+        { path: project, write: false },
+      ],
+    }, { options: { hostSecrets: [keys] } });
+    expect(r.stdout).toBe(`int main;\n${END}\n`);
+    expect([sb.hostHas(join(keys, "planted")), sb.hostHas(join(project, "new"))]).toEqual([false, false]);
+  });
+
   test("host secrets readable by uid 0 (shadow, raw disks, /proc/sys) stay out of reach", async () => {
     await using sb = await Sandbox.create(mode);
     const hostname = readFileSync("/proc/sys/kernel/hostname", "utf8").trim();

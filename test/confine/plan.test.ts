@@ -150,6 +150,17 @@ describe("a root above what bwrap hides", () => {
     expect([root, hidden, exposed, inner].every((i) => i > 0)).toBe(true);
     expect(root < hidden && hidden < exposed && hidden < inner).toBe(true);
   });
+
+  test("the directories pinned between a writable root and a read-only sub-root stop at a host secret on the way, never binding the host's copy over it", async () => {
+    await using sb = await layout();
+    const keys = join(sb.root, "lib", "keys");
+    const project = join(keys, "team", "project");
+    mkdirSync(project, { recursive: true });
+    const cmd = planConfinedCommand({ ...sb.spec(), roots: [{ path: sb.root, write: true }, { path: project, write: false }] }, LINUX, { helper, hostSecrets: [keys] });
+    const binds = cmd.argv.flatMap((arg, i) => (arg === "--bind" || arg === "--ro-bind" ? [`${arg} ${cmd.argv[i + 1]}`] : []));
+    expect(binds).toContain(`--bind ${join(sb.root, "lib")}`);
+    expect(binds.filter((bind) => bind.includes(keys))).toEqual([`--ro-bind ${project}`]);
+  });
 });
 
 describe("refused roots (root_invalid, before anything is spawned)", () => {
