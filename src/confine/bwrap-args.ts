@@ -3,14 +3,18 @@
  * passes in what it learned from the filesystem.
  *
  * Order matters: bwrap applies mounts left to right and a later mount lands on
- * top of an earlier one. Hidden shared dirs, host secrets, exposed helper paths
- * and roots are mounted shallowest first, so the deeper one wins: a read-only
- * sub-rule lands on its writable parent, a root under /root shows through, and
- * a root above /tmp or a secret (a source rooted at /var) gets them hidden
- * again on top of it. At one path a root wins, as the operator asked for it.
- * Then deny paths are covered (a denied data dir inside a root stays hidden),
- * and the scratch dir is bound last so it shows even when it lives under /tmp
- * or the data dir.
+ * top of an earlier one. Hidden shared dirs, host secrets, exposed helper paths,
+ * roots and the caller's policy denies are mounted shallowest first, so the
+ * deeper one wins: a read-only sub-rule lands on its writable parent, a root
+ * under /root shows through, a root above /tmp or a secret (a source rooted at
+ * /var) gets them hidden again on top of it, and a path the policy allows
+ * again below one it denies is bound on the empty tmpfs (bwrap makes its mount
+ * point there). At one path a root wins over a hidden dir or secret, as the
+ * operator asked for it, a policy deny wins over a root, as in the policy, and
+ * the helper's own files win over all, read-only (the planner refuses a
+ * writable root at them). Then the service's own deny paths are covered, over
+ * everything (a denied data dir inside a root stays hidden), and the scratch
+ * dir is bound last so it shows even when it lives under /tmp or the data dir.
  */
 
 /** One entry to hide: a directory gets an empty tmpfs, a file gets /dev/null. */
@@ -29,7 +33,9 @@ export interface BwrapLayout {
   expose: string[];
   /** Roots, parents first. */
   roots: { path: string; write: boolean }[];
-  /** Deny paths that exist on the host. */
+  /** Paths the caller's policy denies that exist on the host; roots below them show through. */
+  policyDeny: HiddenPath[];
+  /** The service's own deny paths that exist on the host; covered over everything. */
   deny: HiddenPath[];
   scratch: string;
   /** setsid(): no controlling terminal. Off for interactive PTYs (job control needs it). */
@@ -58,10 +64,11 @@ export function bwrapArgs(layout: BwrapLayout): string[] {
   const layered: { path: string; mount: string[] }[] = [
     ...layout.hide.map((dir) => ({ path: dir, mount: ["--tmpfs", dir] })),
     ...layout.conceal.map((hidden) => ({ path: hidden.path, mount: cover(hidden) })),
-    ...layout.expose.map((path) => ({ path, mount: ["--ro-bind", path, path] })),
     ...layout.roots.map((root) => ({ path: root.path, mount: [root.write ? "--bind" : "--ro-bind", root.path, root.path] })),
+    ...layout.policyDeny.map((hidden) => ({ path: hidden.path, mount: cover(hidden) })),
+    ...layout.expose.map((path) => ({ path, mount: ["--ro-bind", path, path] })),
   ];
-  // Deeper paths last (a stable sort keeps hide, conceal, expose, roots at one path, and roots parents first).
+  // Deeper paths last (a stable sort keeps hide, conceal, roots, policy denies, expose at one path, and roots parents first).
   for (const { mount } of layered.sort((a, b) => depth(a.path) - depth(b.path))) args.push(...mount);
   for (const hidden of layout.deny) args.push(...cover(hidden));
   args.push("--bind", layout.scratch, layout.scratch);

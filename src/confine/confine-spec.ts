@@ -5,6 +5,7 @@
 import { lstatSync, realpathSync } from "node:fs";
 import { isAbsolute, normalize } from "node:path";
 import { rootInvalid } from "./confine-errors.ts";
+import { coverBetween } from "./cover-between.ts";
 import { isStrictlyWithin, isWithin } from "./landlock-rules.ts";
 import { resolveWithinBoundary } from "./source-boundary.ts";
 
@@ -22,8 +23,15 @@ export interface ConfineSpec {
   roots: ConfineRoot[];
   /** The session's private 0700 directory; always writable; TMPDIR etc. already point at it in `env`. */
   scratch: string;
-  /** Never readable in any mode: the service's data dir, the key file. */
+  /** Never readable in any mode, and no root may lie inside one: the service's data dir, the key file. */
   deny: string[];
+  /**
+   * Paths the caller's own policy denies reading. Unreadable like `deny`, but
+   * a root strictly below one (a deeper rule allowing it again) shows through,
+   * since the policy's most specific path decides. Never the service's or the
+   * host's secrets: those go in `deny` (or the planner's host secrets).
+   */
+  policyDeny?: string[];
   /** Working directory; must lie inside a root or the scratch dir. */
   cwd: string;
   /** Program and arguments; the program path is absolute. */
@@ -40,6 +48,7 @@ export interface ResolvedSpec {
   roots: Required<ConfineRoot>[];
   scratch: string;
   deny: string[];
+  policyDeny: string[];
   cwd: string;
   argv: string[];
   env: Record<string, string>;
@@ -79,24 +88,30 @@ export function resolveConfineSpec(spec: ConfineSpec): ResolvedSpec {
     }
   }
   const deny = spec.deny.map((d) => realOrNormal(d));
+  const policyDeny = (spec.policyDeny ?? []).map((d) => realOrNormal(d));
   const scratch = resolveScratch(spec.scratch);
-  const roots = resolveRoots(spec, deny);
+  const roots = resolveRoots(spec, deny, policyDeny);
   const cwd = real(spec.cwd, "working directory");
-  if (!isWithin(cwd, scratch) && !roots.some((r) => isWithin(cwd, r.path))) {
+  if (isWithin(cwd, scratch)) return { roots, scratch, deny, policyDeny, cwd, argv: [...spec.argv], env: { ...spec.env } };
+  const around = roots.filter((r) => isWithin(cwd, r.path));
+  if (around.length === 0) {
     throw rootInvalid(`Cannot use working directory "${spec.cwd}": it lies outside every root`, { field: "cwd" });
   }
-  if (deny.some((d) => isWithin(cwd, d) && !isWithin(cwd, scratch))) {
+  // Below a policy deny only a root re-opened deeper than it (and reaching the cwd uncovered) makes the cwd usable.
+  if (deny.some((d) => isWithin(cwd, d)) || around.every((r) => coverBetween(r.path, cwd, policyDeny) !== undefined)) {
     throw rootInvalid(`Cannot use working directory "${spec.cwd}": it lies inside a denied path`, { field: "cwd" });
   }
-  return { roots, scratch, deny, cwd, argv: [...spec.argv], env: { ...spec.env } };
+  return { roots, scratch, deny, policyDeny, cwd, argv: [...spec.argv], env: { ...spec.env } };
 }
 
-function resolveRoots(spec: ConfineSpec, deny: string[]): Required<ConfineRoot>[] {
+function resolveRoots(spec: ConfineSpec, deny: string[], policyDeny: string[]): Required<ConfineRoot>[] {
   const byPath = new Map<string, Required<ConfineRoot>>();
   for (const root of spec.roots) {
     if (!isAbsolute(root.path)) throw rootInvalid(`Cannot use root "${root.path}": expected an absolute path`, { path: root.path });
     const path = spec.sourceBoundary === undefined ? real(root.path, "root") : resolveWithinBoundary(spec.sourceBoundary, root.path);
-    if (deny.some((d) => isWithin(path, d))) {
+    // The service's own deny paths are never re-opened. The caller's policy may re-open below its own
+    // deny (a more specific path decides), but at the same path the deny wins, as in the policy.
+    if (deny.some((d) => isWithin(path, d)) || policyDeny.includes(path)) {
       throw rootInvalid(`Cannot use root "${root.path}": it lies inside a denied path`, { path: root.path });
     }
     if (root.write && isSystemPath(path)) {

@@ -105,8 +105,8 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
       abiMin,
     });
   }
-  const resolved = keepReadOnly(resolveConfineSpec(spec), [options.helper.bun, dirOf(options.helper.script), ...(options.neverWritable ?? [])]);
   const secrets = existing(options.hostSecrets ?? HOST_SECRET_PATHS);
+  const resolved = keepReadOnly(resolveConfineSpec(spec), [options.helper.bun, dirOf(options.helper.script), ...(options.neverWritable ?? [])], secrets);
   const bwrap = options.preferBwrap !== false ? probe.bwrapPath : null;
   const newSession = options.newSession ?? false;
   const helper = [options.helper.bun, ...BUN_HELPER_FLAGS, options.helper.script];
@@ -127,7 +127,7 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
 
 function landlockArgs(spec: ResolvedSpec, secrets: HiddenPath[], abiMin: number, newSession: boolean, inBwrap: boolean): HelperArgs {
   const writable = spec.roots.filter((r) => r.write);
-  const covers = [...spec.deny, ...secrets.map((s) => s.path)];
+  const covers = coversOf(spec, secrets);
   // Alone, Landlock must carve read-only sub-rules out of writable roots itself. Inside bwrap the
   // read-only bind mount already does (EROFS), so the writable root's own top level stays usable.
   // That holds only where the writable root's rule reaches the sub-root: below a deny path or host
@@ -144,7 +144,8 @@ function landlockArgs(spec: ResolvedSpec, secrets: HiddenPath[], abiMin: number,
     roNoExec: paths(readOnly, false),
     rwNoExec: paths(writable, false),
     dev: [...STANDARD_DEVICES, ...(inBwrap ? BWRAP_DEVICES : [])],
-    deny: [...spec.deny, ...secrets.map((s) => s.path)],
+    // Landlock needs no difference between the kinds: a grant below a deny path keeps its own rule.
+    deny: coversOf(spec, secrets),
     env: Object.entries(spec.env).map(([name, value]) => `${name}=${value}`),
     cwd: spec.cwd,
     abiMin,
@@ -156,24 +157,33 @@ function landlockArgs(spec: ResolvedSpec, secrets: HiddenPath[], abiMin: number,
 function bwrapLayout(spec: ResolvedSpec, secrets: HiddenPath[], helper: HelperCommand, newSession: boolean): BwrapLayout {
   const hide = SHARED_DIRS.filter((dir) => kindOf(dir) === "dir");
   // The helper must stay reachable even if Bun or the script lives under a hidden dir.
-  const hidden = [...hide, ...secrets.map((s) => s.path)];
+  const hidden = [...hide, ...secrets.map((s) => s.path), ...spec.policyDeny];
   const expose = [helper.bun, dirOf(helper.script)].filter((p) => hidden.some((h) => isWithin(p, h)));
-  const roots = pinReadOnlyParents(spec.roots, [...spec.deny, ...secrets.map((s) => s.path)]);
-  return { hide, conceal: secrets, expose, roots, deny: existing(spec.deny), scratch: spec.scratch, newSession };
+  const roots = pinReadOnlyParents(spec.roots, coversOf(spec, secrets));
+  return { hide, conceal: secrets, expose, roots, policyDeny: existing(spec.policyDeny), deny: existing(spec.deny), scratch: spec.scratch, newSession };
+}
+
+/** Every path the sandbox hides that a root below may show through or be cut off by: deny paths of both kinds, host secrets. */
+function coversOf(spec: ResolvedSpec, secrets: HiddenPath[]): string[] {
+  return [...spec.deny, ...spec.policyDeny, ...secrets.map((s) => s.path)];
 }
 
 /**
  * The spec with each never-writable path that lies in a writable root added as
  * a read-only root of its own (the compiler and bwrap then carve it out, as
  * any read-only rule below a writable one). A writable root at or inside such
- * a path cannot be carved that way and is refused.
+ * a path cannot be carved that way and is refused. One behind a cover (a deny
+ * path or host secret below the writable root) is out of reach already, and a
+ * root there would show it through the cover.
  */
-function keepReadOnly(spec: ResolvedSpec, neverWritable: readonly string[]): ResolvedSpec {
+function keepReadOnly(spec: ResolvedSpec, neverWritable: readonly string[], secrets: HiddenPath[]): ResolvedSpec {
   const roots = [...spec.roots];
+  const covers = coversOf(spec, secrets);
+  const reachedBy = (path: string, root: Required<ConfineRoot>) => isStrictlyWithin(path, root.path) && coverBetween(root.path, path, covers) === undefined;
   for (const { path } of existing(neverWritable)) {
     const inside = roots.find((r) => r.write && isWithin(r.path, path));
     if (inside) throw rootInvalid(`Cannot make root "${inside.path}" writable: it lies inside "${path}", which confined programs must never write`, { path: inside.path });
-    if (roots.some((r) => r.write && isStrictlyWithin(path, r.path)) && !roots.some((r) => r.path === path)) roots.push({ path, write: false, exec: true });
+    if (roots.some((r) => r.write && reachedBy(path, r)) && !roots.some((r) => r.path === path)) roots.push({ path, write: false, exec: true });
   }
   roots.sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
   return { ...spec, roots };

@@ -46,8 +46,11 @@ const join = (dir: string, name: string) => (dir === "/" ? `/${name}` : `${dir}/
  * Compile grants and deny paths into concrete rules.
  *
  * The most specific grant wins for a path. A grant equal to a deny path is
- * dropped; a grant beneath a deny path is kept (the session's scratch dir may
- * live inside the service's data dir on purpose).
+ * dropped; a grant beneath a deny path is kept as a rule of its own (the
+ * session's scratch dir may live inside the service's data dir on purpose, and
+ * a caller's policy may allow a path again below one it denies). Nothing is
+ * granted on the deny path itself or its other entries, and Landlock does not
+ * check the directories a lookup passes through, so the grant is reached there.
  *
  * @example
  * compileRules([{ path: "/", access: READ_RIGHTS }], ["/srv/hatch/data"], reader)

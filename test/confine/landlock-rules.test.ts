@@ -59,6 +59,25 @@ describe("compileRules", () => {
     });
   });
 
+  test("a grant below a deny path gets its own rule, carved in turn around a deny below it; the denied paths and their other entries get none", () => {
+    const src = tree(["/srv/", "/srv/src/", "/srv/src/a.txt", "/srv/src/secret/", "/srv/src/secret/other.txt", "/srv/src/secret/pub/", "/srv/src/secret/pub/p.txt", "/srv/src/secret/pub/x/", "/srv/src/secret/pub/x/y/", "/srv/src/secret/pub/x/z.txt"]);
+    const grants = [
+      { path: "/", access: READ_RIGHTS },
+      { path: "/srv/src", access: WRITE_RIGHTS },
+      { path: "/srv/src/secret/pub", access: WRITE_RIGHTS },
+      { path: "/srv/src/secret/pub/x/y", access: READ_RIGHTS },
+    ];
+    expect(byPath(compileRules(grants, ["/srv/src/secret", "/srv/src/secret/pub/x"], src))).toEqual({
+      "/": LIST_RIGHTS,
+      "/srv": LIST_RIGHTS,
+      "/srv/src": LIST_RIGHTS,
+      "/srv/src/a.txt": WRITE_RIGHTS,
+      "/srv/src/secret/pub": LIST_RIGHTS,
+      "/srv/src/secret/pub/p.txt": WRITE_RIGHTS,
+      "/srv/src/secret/pub/x/y": READ_RIGHTS,
+    });
+  });
+
   test("a carved dir keeps the rights its narrower sub-dir grants share, so it stays usable; a narrowed file or a deny path keeps it list-only", () => {
     const noExec = WRITE_RIGHTS & ~FS.EXECUTE;
     const uploads = [

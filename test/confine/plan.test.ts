@@ -163,6 +163,60 @@ describe("a root above what bwrap hides", () => {
   });
 });
 
+describe("a root below a path the caller's own policy denies", () => {
+  /** root/secret denied by the policy, root/secret/pub allowed again; the helper's script sits in root/secret/tools. */
+  function reopened(sb: Sandbox) {
+    const secret = join(sb.root, "secret");
+    const pub = join(secret, "pub");
+    mkdirSync(pub, { recursive: true });
+    mkdirSync(join(secret, "tools"));
+    const spec = { ...sb.spec(), roots: [{ path: sb.root, write: true }, { path: pub, write: false }], policyDeny: [secret] };
+    return { secret, pub, spec, helper: { bun: helper.bun, script: join(secret, "tools", "landlock-exec.ts") } };
+  }
+
+  test("bwrap covers the denied path after its parent root and before the root below it, and exposes the helper inside it; Landlock denies it and grants the root below its own rule", async () => {
+    await using sb = await layout();
+    const { secret, pub, spec, helper } = reopened(sb);
+    const cmd = planConfinedCommand(spec, LINUX, { helper, hostSecrets: [] });
+    const at = (...seq: string[]) => cmd.argv.findIndex((_, i) => i > 8 && seq.every((s, j) => cmd.argv[i + j] === s));
+    const [parent, cover, inner, tools, data] = [at("--bind", sb.root), at("--tmpfs", secret), at("--ro-bind", pub, pub), at("--ro-bind", join(secret, "tools")), at("--tmpfs", sb.data)];
+    expect([parent, cover, inner, tools, data].every((i) => i > 0)).toBe(true);
+    expect(parent < cover && cover < inner && cover < tools && inner < data).toBe(true);
+    const args = argsFromEnv(cmd.env)!.join(" ");
+    // Inside bwrap a read-only root below a writable one normally leaves Landlock to the writable root's rule; the deny carves that away.
+    expect(args).toContain(`--ro ${pub}`);
+    expect(args).toContain(`--deny ${secret}`);
+  });
+
+  test("at the denied path itself the deny wins; the service's own deny paths are never re-opened, whatever the policy says", async () => {
+    await using sb = await layout();
+    const { secret, pub, spec, helper } = reopened(sb);
+    const scratchDir = join(sb.data, "scratch");
+    const cases: Partial<ConfineSpec>[] = [
+      { roots: [...spec.roots, { path: secret, write: false }] },
+      { roots: [...spec.roots, { path: scratchDir, write: false }] },
+      // The data dir (in `deny`) stays closed even when the policy names it too.
+      { roots: [...spec.roots, { path: scratchDir, write: false }], policyDeny: [secret, sb.data] },
+      { cwd: join(secret, "tools") },
+    ];
+    for (const c of cases) {
+      expect({ c, r: refusal(() => planConfinedCommand({ ...spec, ...c }, LINUX, { helper })) }).toEqual({ c, r: { code: "root_invalid", status: 400 } });
+    }
+    expect(planConfinedCommand({ ...spec, cwd: pub }, LINUX, { helper }).mode).toBe("landlock+bwrap");
+  });
+
+  test("the service's own code inside a denied path stays behind the deny instead of becoming a read-only root", async () => {
+    await using sb = await layout();
+    const { secret, spec, helper } = reopened(sb);
+    const install = join(secret, "hatch");
+    mkdirSync(install);
+    for (const preferBwrap of [true, false]) {
+      const cmd = planConfinedCommand(spec, LINUX, { helper, preferBwrap, hostSecrets: [], neverWritable: [install] });
+      expect([...cmd.argv, ...argsFromEnv(cmd.env)!].join(" ")).not.toContain(install);
+    }
+  });
+});
+
 describe("refused roots (root_invalid, before anything is spawned)", () => {
   test("a root that is a symlink leading out of its source boundary", async () => {
     await using sb = await layout();
