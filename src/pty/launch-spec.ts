@@ -21,7 +21,10 @@ export interface LaunchSpec {
 export interface ConfineRequest {
   /** `exec: false`: nothing below the root may be run (a `deny x` rule on a path); default true. */
   roots: { path: string; write: boolean; exec?: boolean }[];
+  /** The service's own never-readable paths (data dir, .env files): no root may lie inside one. */
   deny: string[];
+  /** Paths the caller's policy denies reading; a root below one (a deeper allow) is re-opened. */
+  policyDeny?: string[];
   /** Every root must stay inside this directory after symlinks are resolved. */
   boundary: string;
 }

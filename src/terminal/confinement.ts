@@ -32,6 +32,7 @@ export function createConfinement(options: ConfinementOptions): Confinement {
       {
         roots: launch.confine!.roots,
         deny: launch.confine!.deny,
+        policyDeny: launch.confine!.policyDeny,
         sourceBoundary: launch.confine!.boundary,
         scratch: launch.scratch,
         cwd: launch.cwd,

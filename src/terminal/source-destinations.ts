@@ -173,18 +173,24 @@ export class SourceDestinations implements DestinationResolver {
     return null;
   }
 
+  /**
+   * The caller's policy path by path, in depth order: a path allowed again
+   * below one it denies becomes a root inside that policy deny, which
+   * confinement re-opens. The service's own protected paths stay apart, in
+   * `deny`: nothing inside them is re-opened.
+   */
   #confineRequest(policy: CallerPolicy, root: string): ConfineRequest {
     const roots: ConfineRequest["roots"] = [];
-    const deny = [...this.options.protectedPaths];
+    const policyDeny: string[] = [];
     for (const path of policy.paths) {
       const full = path === "" ? root : join(root, path);
       const perms = policy.at(path);
-      if (!perms.read && path !== "") deny.push(full);
+      if (!perms.read && path !== "") policyDeny.push(full);
       else if (path === "" || existsSync(full)) roots.push({ path: full, write: perms.write, exec: perms.exec });
       // A missing path cannot carry a grant of its own. Narrower than its parent, it would be created under the parent's wider grant, so its place is blocked instead.
-      else if (lacksAny(policy.at(parentOf(path)), perms)) deny.push(full);
+      else if (lacksAny(policy.at(parentOf(path)), perms)) policyDeny.push(full);
     }
-    return { roots, deny, boundary: root };
+    return { roots, deny: [...this.options.protectedPaths], policyDeny, boundary: root };
   }
 }
 
