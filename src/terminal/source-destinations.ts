@@ -1,5 +1,6 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
+import { rootInvalid } from "../confine/index.ts";
 import { badRequest, can, FEATURES, forbidden, HatchError, notFound, requireFeature, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
 import { effectivePermissions, formatPerms, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
@@ -66,8 +67,9 @@ export class SourceDestinations implements DestinationResolver {
       const source = this.#seeded(stored);
       const policy = this.#policy(caller, source);
       if (!policy.visible) continue;
-      const reason = this.#unselectableReason(caller, source, policy.at(""));
       const root = realRoot(source);
+      // A reachable root is all #unselectableReason needs to find nothing.
+      const reason = this.#unselectableReason(caller, source, policy.at("")) ?? this.#confinedProblem(caller, policy, root!);
       entries.push({
         slug: source.slug,
         label: source.label,
@@ -104,12 +106,15 @@ export class SourceDestinations implements DestinationResolver {
     const root = realRoot(source)!;
     const cwd = resolveCwd(root, requestedCwd, sourceSlug);
     const unconfined = can(caller, FEATURES.execUnconfined);
+    const confine = unconfined ? null : this.#confineRequest(policy, root);
+    const problem = confine === null ? null : protectedProblem(confine, root);
+    if (problem !== null) throw rootInvalid(`Cannot open "${sourceSlug}": ${problem}`, { source: sourceSlug });
     const authority = authorityOf(policy, source.slug, root, unconfined);
     return {
       sourceSlug,
       cwd,
       readOnly: !Object.values(authority.paths).some((p) => p.includes("w")),
-      confine: unconfined ? null : this.#confineRequest(policy, root),
+      confine,
       authority: JSON.stringify(authority),
     };
   }
@@ -173,6 +178,11 @@ export class SourceDestinations implements DestinationResolver {
     return null;
   }
 
+  /** Why the confined tab cannot open though the policy allows it (see `protectedProblem`); null for a bare spawn. */
+  #confinedProblem(caller: ProjectCaller, policy: CallerPolicy, root: string): string | null {
+    return can(caller, FEATURES.execUnconfined) ? null : protectedProblem(this.#confineRequest(policy, root), root);
+  }
+
   /**
    * The caller's policy path by path, in depth order: a path allowed again
    * below one it denies becomes a root inside that policy deny, which
@@ -200,6 +210,29 @@ interface CallerPolicy {
   at(path: string): Permissions;
   /** Any permission anywhere: a source with none is not shown at all. */
   visible: boolean;
+}
+
+/**
+ * Why a confined tab cannot open though its policy allows it: a path it would
+ * be granted lies inside one hatch never lets a tab read (the data dir, a .env
+ * file), which no policy re-opens. The planner refuses such a root
+ * (`root_invalid`); the listing says so first, so a tab listed as selectable
+ * never fails on create for it.
+ */
+function protectedProblem(request: ConfineRequest, root: string): string | null {
+  const closed = request.deny.map(realOrSelf);
+  const inside = request.roots.find((r) => closed.some((path) => isInside(realOrSelf(r.path), path)));
+  if (inside === undefined) return null;
+  const where = inside.path === root ? "The source's root lies" : `Your policy opens "${relative(root, inside.path)}", which lies`;
+  return `${where} inside a path hatch never lets a tab read (its data dir or a .env file)`;
+}
+
+function realOrSelf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
 }
 
 /** The policy path of a path's parent directory ("" for the source root). */

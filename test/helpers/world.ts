@@ -34,9 +34,10 @@ export class World {
     readonly config: HatchConfig,
   ) {}
 
-  /** Start a world; `env` adds HATCH_* settings. */
+  /** Start a world; `env` adds HATCH_* settings (a HATCH_DATA_DIR is created if missing, and removed with the world). */
   static async start(env: Record<string, string> = {}, overrides: HatchOverrides = {}): Promise<World> {
-    const dataDir = mkdtempSync(join(tmpdir(), "hatch-test-"));
+    const dataDir = env.HATCH_DATA_DIR ?? mkdtempSync(join(tmpdir(), "hatch-test-"));
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
     const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir, HATCH_HOST: "127.0.0.1", ...env });
     // Sessions get an empty HOME, so the machine's own shell rc files (which may be slow or hang) stay out of the tests.
     const home = join(dataDir, "home");

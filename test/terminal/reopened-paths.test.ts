@@ -1,10 +1,12 @@
 /**
  * A path the URI policy allows again below one it denies: the most specific
  * path decides, so a source tab reads it (and only it) inside the denied path,
- * in both confinement modes, through the real HTTP API.
+ * in both confinement modes, through the real HTTP API. The service's own
+ * protected paths are never re-opened, whatever a policy says.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TERMINAL, createSession, localSource } from "../helpers/terminal.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -102,3 +104,35 @@ for (const [confinement, mode] of Object.entries(MODES)) {
     });
   });
 }
+
+describe("hatch's own protected paths are never re-opened", () => {
+  test("a source rooted inside the data dir, or whose policy allows a path inside it again, is listed unselectable and refused on create with the same reason (root_invalid)", async () => {
+    // A data dir inside a directory a source can be rooted at.
+    const parent = mkdtempSync(join(tmpdir(), "hatch-parent-"));
+    await using world = await startWorld({ HATCH_DATA_DIR: join(parent, "data") });
+    world.onDispose(() => rmSync(parent, { recursive: true, force: true }));
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const store = world.hatch.terminal.sources;
+    writeFileSync(join(parent, "data", "home", "planted.txt"), "inside the data dir");
+    const above = store.add(project.id, { slug: "above", kind: "local", root: parent });
+    store.addRule(above, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+    store.addRule(above, { subjectKind: "role", subject: "member", path: "data", effect: "deny", perms: "r" });
+    store.addRule(above, { subjectKind: "role", subject: "member", path: "data/home", effect: "allow", perms: "r" });
+    const inside = store.add(project.id, { slug: "inside", kind: "local", root: join(parent, "data", "home") });
+    store.addRule(inside, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
+
+    const never = "inside a path hatch never lets a tab read (its data dir or a .env file)";
+    const reasons = { above: `Your policy opens "data/home", which lies ${never}`, inside: `The source's root lies ${never}` };
+    const listed = (await member.client.get(`${TERMINAL}/sources`)).body.sources;
+    expect(listed.map((s: any) => ({ slug: s.slug, selectable: s.selectable, reason: s.reason }))).toEqual([
+      { slug: "above", selectable: false, reason: reasons.above },
+      { slug: "inside", selectable: false, reason: reasons.inside },
+    ]);
+    for (const [slug, reason] of Object.entries(reasons)) {
+      const refused = await createSession(member.client, { sourceSlug: slug });
+      expect({ status: refused.status, error: refused.body.error }).toEqual({ status: 400, error: { code: "root_invalid", message: `Cannot open "${slug}": ${reason}` } });
+    }
+    expect(world.hatch.terminal.sessions.count()).toBe(0);
+  });
+});
