@@ -20,6 +20,20 @@ export function localSource(world: World, project: Project, slug: string, grants
   return { ...source, root };
 }
 
+/**
+ * Path rules for one role on a source, written as an operator says them.
+ *
+ * @example
+ * roleRules(world, source, "member", "deny r on secret", "allow r on secret/pub")
+ */
+export function roleRules(world: World, source: Source, role: string, ...rules: string[]): void {
+  for (const rule of rules) {
+    const match = /^(allow|deny) ([rwx]+) on (\S+)$/.exec(rule);
+    if (!match) throw new Error(`Cannot read rule "${rule}": expected "allow|deny PERMS on PATH"`);
+    world.hatch.terminal.sources.addRule(source, { subjectKind: "role", subject: role, path: match[3], effect: match[1] as "allow" | "deny", perms: match[2]! });
+  }
+}
+
 /** POST /terminal/sessions as this client. */
 export function createSession(client: HttpClient, body: Record<string, unknown>, query = "") {
   return client.post(`${TERMINAL}/sessions${query}`, body);

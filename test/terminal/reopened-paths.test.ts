@@ -8,7 +8,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TERMINAL, createSession, localSource } from "../helpers/terminal.ts";
+import { TERMINAL, createSession, localSource, roleRules } from "../helpers/terminal.ts";
 import { startWorld } from "../helpers/world.ts";
 
 /** Which confinement each HATCH_CONFINEMENT value gives on this host (the tests need bwrap for `auto`). */
@@ -30,9 +30,7 @@ for (const [confinement, mode] of Object.entries(MODES)) {
       const member = await world.signedIn(project, "member");
       const source = localSource(world, project, "vault", { member: "rwx" });
       plant(source.root, { "top.txt": "top\n", "work/w.txt": "w\n", "secret/other.txt": "other\n", "secret/sub/s.txt": "sub\n", "secret/pub/p.txt": "pub\n", "secret/pub/deep/d.txt": "deep\n" });
-      const store = world.hatch.terminal.sources;
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret", effect: "deny", perms: "r" });
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret/pub", effect: "allow", perms: "r" });
+      roleRules(world, source, "member", "deny r on secret", "allow r on secret/pub");
 
       const listed = (await member.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "vault");
       expect(listed).toMatchObject({ selectable: true, confinement: mode });
@@ -62,10 +60,7 @@ for (const [confinement, mode] of Object.entries(MODES)) {
       const member = await world.signedIn(project, "member");
       const source = localSource(world, project, "drop", { member: "rx" });
       plant(source.root, { "secret/other.txt": "other\n", "secret/pub/tool.sh": "#!/bin/sh\necho tool-ran\n", "secret/pub/bin/t.sh": "#!/bin/sh\necho bin-ran\n" });
-      const store = world.hatch.terminal.sources;
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret", effect: "deny", perms: "r" });
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret/pub", effect: "allow", perms: "rw" });
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret/pub/bin", effect: "deny", perms: "x" });
+      roleRules(world, source, "member", "deny r on secret", "allow rw on secret/pub", "deny x on secret/pub/bin");
 
       expect((await member.client.get(`${TERMINAL}/sources`)).body.sources[0]).toMatchObject({ slug: "drop", selectable: true, readOnly: false });
       expect((await createSession(member.client, { sourceSlug: "drop", id: "d" })).body).toMatchObject({ readOnly: false, confinement: mode });
@@ -90,10 +85,7 @@ for (const [confinement, mode] of Object.entries(MODES)) {
       const member = await world.signedIn(project, "member");
       const source = localSource(world, project, "docs", { member: "rwx" });
       plant(source.root, { "top.txt": "top\n", "secret/other.txt": "other\n", "secret/pub/p.txt": "pub\n" });
-      const store = world.hatch.terminal.sources;
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret", effect: "deny", perms: "r" });
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret/pub", effect: "allow", perms: "r" });
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret/pub", effect: "deny", perms: "w" });
+      roleRules(world, source, "member", "deny r on secret", "allow r on secret/pub", "deny w on secret/pub");
 
       expect((await createSession(member.client, { sourceSlug: "docs", id: "r" })).status).toBe(201);
       const probe = await member.client.post(`${TERMINAL}/sessions/r/exec`, {

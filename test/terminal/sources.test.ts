@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
+import { TERMINAL, attached, createSession, localSource, openTerminal, roleRules, runAndSee } from "../helpers/terminal.ts";
 import type { Project } from "../../src/platform/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld, type World } from "../helpers/world.ts";
@@ -195,9 +195,7 @@ describe("create re-checks everything", () => {
     mkdirSync(join(source.root, "out"));
     mkdirSync(join(source.root, "secret"));
     writeFileSync(join(source.root, "secret", "key.txt"), "top secret");
-    const store = world.hatch.terminal.sources;
-    store.addRule(source, { subjectKind: "role", subject: "member", path: "out", effect: "allow", perms: "rwx" });
-    store.addRule(source, { subjectKind: "role", subject: "member", path: "secret", effect: "deny", perms: "r" });
+    roleRules(world, source, "member", "allow rwx on out", "deny r on secret");
     const created = await createSession(member.client, { sourceSlug: "mixed", id: "m" });
     expect(created.body.readOnly).toBe(false);
     const probe = await member.client.post(`${TERMINAL}/sessions/m/exec`, {
@@ -213,7 +211,7 @@ describe("create re-checks everything", () => {
       const member = await world.signedIn(project, "member");
       const source = localSource(world, project, "frozen-src", { member: "rwx" });
       mkdirSync(join(source.root, "work"));
-      world.hatch.terminal.sources.addRule(source, { subjectKind: "role", subject: "member", path: "frozen", effect: "deny", perms: "w" });
+      roleRules(world, source, "member", "deny w on frozen");
       expect((await createSession(member.client, { sourceSlug: "frozen-src", id: "f" })).status).toBe(201);
       const probe = await member.client.post(`${TERMINAL}/sessions/f/exec`, {
         command: "mkdir frozen 2>/dev/null && echo made; { echo data > frozen/x; } 2>/dev/null && echo wrote; touch work/ok && echo work-ok",
@@ -234,9 +232,7 @@ describe("create re-checks everything", () => {
       script("tool.sh", "tool-ran");
       script("uploads/run.sh", "upload-ran");
       script("uploads/tools/ok.sh", "tools-ran");
-      const store = world.hatch.terminal.sources;
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "uploads", effect: "deny", perms: "x" });
-      store.addRule(source, { subjectKind: "role", subject: "member", path: "uploads/tools", effect: "allow", perms: "x" });
+      roleRules(world, source, "member", "deny x on uploads", "allow x on uploads/tools");
       expect((await createSession(member.client, { sourceSlug: "uploads-src", id: "u" })).status).toBe(201);
       const probe = await member.client.post(`${TERMINAL}/sessions/u/exec`, {
         command: "./tool.sh; ./uploads/run.sh 2>/dev/null || echo upload-denied; grep -c upload-ran uploads/run.sh; touch uploads/new && echo upload-writable; ./uploads/tools/ok.sh; touch top-new && echo top-writable",
@@ -264,7 +260,7 @@ describe("create re-checks everything", () => {
     const source = localSource(world, project, "linky", { member: "rx" });
     const outside = mkdtempSync(join(tmpdir(), "hatch-outside-"));
     symlinkSync(outside, join(source.root, "escape"));
-    world.hatch.terminal.sources.addRule(source, { subjectKind: "role", subject: "member", path: "escape", effect: "allow", perms: "rwx" });
+    roleRules(world, source, "member", "allow rwx on escape");
     const refused = await createSession(member.client, { sourceSlug: "linky" });
     expect(refused.status).toBe(400);
     expect(refused.body.error.code).toBe("root_invalid");
