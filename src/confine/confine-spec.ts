@@ -74,11 +74,13 @@ const SCRATCH_FOREIGN_BITS = 0o077;
 
 /**
  * Validate `spec` and return its real paths; throws `root_invalid` (400).
+ * `hidden` names further paths the sandbox covers (the planner's host
+ * secrets), which no root reached through a symlink may land in.
  *
  * @example
  * resolveConfineSpec({ roots: [{ path: "/srv/app", write: true }], scratch, deny: [], cwd: "/srv/app", argv: ["/bin/bash"], env })
  */
-export function resolveConfineSpec(spec: ConfineSpec): ResolvedSpec {
+export function resolveConfineSpec(spec: ConfineSpec, hidden: readonly string[] = []): ResolvedSpec {
   if (spec.argv.length === 0 || !isAbsolute(spec.argv[0]!)) {
     throw rootInvalid(`Cannot run "${spec.argv[0] ?? ""}": expected an absolute program path`, { field: "argv" });
   }
@@ -90,7 +92,7 @@ export function resolveConfineSpec(spec: ConfineSpec): ResolvedSpec {
   const deny = spec.deny.map((d) => realOrNormal(d));
   const policyDeny = (spec.policyDeny ?? []).map((d) => realOrNormal(d));
   const scratch = resolveScratch(spec.scratch);
-  const roots = resolveRoots(spec, deny, policyDeny);
+  const roots = resolveRoots(spec, deny, policyDeny, hidden);
   const cwd = real(spec.cwd, "working directory");
   if (isWithin(cwd, scratch)) return { roots, scratch, deny, policyDeny, cwd, argv: [...spec.argv], env: { ...spec.env } };
   const around = roots.filter((r) => isWithin(cwd, r.path));
@@ -104,11 +106,16 @@ export function resolveConfineSpec(spec: ConfineSpec): ResolvedSpec {
   return { roots, scratch, deny, policyDeny, cwd, argv: [...spec.argv], env: { ...spec.env } };
 }
 
-function resolveRoots(spec: ConfineSpec, deny: string[], policyDeny: string[]): Required<ConfineRoot>[] {
+function resolveRoots(spec: ConfineSpec, deny: string[], policyDeny: string[], hidden: readonly string[]): Required<ConfineRoot>[] {
   const byPath = new Map<string, Required<ConfineRoot>>();
+  // Roots reached through a symlink below the boundary, checked against those reached directly once all are known.
+  const linked: { asked: string; root: Required<ConfineRoot> }[] = [];
+  const direct = new Set<string>();
   for (const root of spec.roots) {
     if (!isAbsolute(root.path)) throw rootInvalid(`Cannot use root "${root.path}": expected an absolute path`, { path: root.path });
     const path = spec.sourceBoundary === undefined ? real(root.path, "root") : resolveWithinBoundary(spec.sourceBoundary, root.path);
+    if (spec.sourceBoundary === undefined || path === trimmed(root.path)) direct.add(path);
+    else linked.push({ asked: root.path, root: { path, write: root.write, exec: root.exec ?? true } });
     // The service's own deny paths are never re-opened. The caller's policy may re-open below its own
     // deny (a more specific path decides), but at the same path the deny wins, as in the policy.
     if (deny.some((d) => isWithin(path, d)) || policyDeny.includes(path)) {
@@ -127,7 +134,40 @@ function resolveRoots(spec: ConfineSpec, deny: string[], policyDeny: string[]): 
     }
     byPath.set(path, { path, write: root.write, exec });
   }
+  const directRoots = [...byPath.values()].filter((root) => direct.has(root.path));
+  for (const { asked, root } of linked) {
+    const problem = linkedRootProblem(root, directRoots, [...deny, ...policyDeny, ...hidden]);
+    if (problem !== null) throw rootInvalid(`Cannot use root "${asked}": it leads through a symlink to "${root.path}", ${problem}`, { path: asked });
+  }
   return [...byPath.values()].sort((a, b) => pathDepth(a.path) - pathDepth(b.path) || a.path.localeCompare(b.path));
+}
+
+/**
+ * Why a root reached through a symlink below the source boundary may not be
+ * used there, or null. Its rule was written for the path it was asked by, and
+ * anyone who can write the directory holding the link (a member, in another
+ * tab) chooses where it points: into a path the policy denies, below a
+ * read-only one, or onto a host secret. So it must grant nothing beyond the
+ * rule in force where it lands: that of the deepest root reached directly, or
+ * of a cover (deny path, host secret) deeper still, which grants nothing.
+ * A source tab's spec always has its source root as such a root.
+ */
+function linkedRootProblem(root: Required<ConfineRoot>, direct: Required<ConfineRoot>[], covers: readonly string[]): string | null {
+  const cover = covers.filter((c) => isWithin(root.path, c)).sort((a, b) => b.length - a.length)[0];
+  const inForce = direct.filter((r) => isWithin(root.path, r.path)).sort((a, b) => b.path.length - a.path.length)[0];
+  // At one path a cover wins, as a deny does in the policy.
+  if (cover !== undefined && (inForce === undefined || cover.length >= inForce.path.length)) return "which lies inside a denied path";
+  // No rule asked for directly around it (a spec naming only this root): its own rule is the only one there.
+  if (inForce === undefined) return null;
+  if (root.write && !inForce.write) return "where writing is not allowed";
+  if (root.exec && !inForce.exec) return "where running programs is not allowed";
+  return null;
+}
+
+/** An absolute path without `.`, `..`, repeated or trailing slashes. */
+function trimmed(path: string): string {
+  const clean = normalize(path);
+  return clean.length > 1 && clean.endsWith("/") ? clean.slice(0, -1) : clean;
 }
 
 function resolveScratch(path: string): string {

@@ -106,7 +106,7 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
     });
   }
   const secrets = existing(options.hostSecrets ?? HOST_SECRET_PATHS);
-  const resolved = keepReadOnly(resolveConfineSpec(spec), [options.helper.bun, dirOf(options.helper.script), ...(options.neverWritable ?? [])], secrets);
+  const resolved = keepReadOnly(resolveConfineSpec(spec, secrets.map((s) => s.path)), [options.helper.bun, dirOf(options.helper.script), ...(options.neverWritable ?? [])], secrets);
   const bwrap = options.preferBwrap !== false ? probe.bwrapPath : null;
   const newSession = options.newSession ?? false;
   const helper = [options.helper.bun, ...BUN_HELPER_FLAGS, options.helper.script];

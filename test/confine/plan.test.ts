@@ -7,7 +7,7 @@ import { chmodSync, mkdirSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
 import { argsFromEnv, type ConfineSpec, type ConfinementProbe, defaultLandlockHelper, planConfinedCommand, probeConfinement } from "../../src/confine/index.ts";
-import { Sandbox } from "./sandbox-fixture.ts";
+import { probeName, Sandbox } from "./sandbox-fixture.ts";
 
 const LINUX: ConfinementProbe = { platform: "linux", landlockAbi: 7, bwrapPath: "/usr/bin/bwrap" };
 const helper = { bun: "/opt/bun/bun", script: "/opt/hatch/src/confine/landlock-exec.ts" };
@@ -258,6 +258,31 @@ describe("refused roots (root_invalid, before anything is spawned)", () => {
     const spec = { ...sb.spec(), roots: [{ path: join(sb.root, "alias"), write: true }], cwd: join(sb.root, "real"), sourceBoundary: sb.root };
     const cmd = planConfinedCommand(spec, LINUX, { helper });
     expect(cmd.argv.join(" ")).toContain(`--bind ${join(sb.root, "real")} ${join(sb.root, "real")}`);
+  });
+
+  test("a root reached through a symlink inside the boundary that lands in a policy deny, a host secret, or below a root that is read-only or runs nothing (a link swapped in after the create-time check)", async () => {
+    await using sb = await layout();
+    for (const dir of ["secret/private", "ro/sub", "noexec/sub", "keys/inner", "work"]) mkdirSync(join(sb.root, dir), { recursive: true });
+    const base = { ...sb.spec(), sourceBoundary: sb.root, policyDeny: [join(sb.root, "secret")] };
+    const direct = [{ path: sb.root, write: true }, { path: join(sb.root, "ro"), write: false }, { path: join(sb.root, "noexec"), write: true, exec: false }];
+    const linked = (target: string, root: { write: boolean; exec?: boolean }) => {
+      const link = join(sb.root, "work", probeName("link"));
+      symlinkSync(join("..", target), link);
+      return { ...base, roots: [...direct, { path: link, ...root }] };
+    };
+    const cases = [
+      linked("secret/private", { write: false }),
+      linked("ro/sub", { write: true }),
+      linked("noexec/sub", { write: true }),
+    ];
+    for (const spec of cases) {
+      expect({ roots: spec.roots.at(-1), r: refusal(() => planConfinedCommand(spec, LINUX, { helper })) }).toEqual({ roots: spec.roots.at(-1), r: { code: "root_invalid", status: 400 } });
+    }
+    const secret = linked("keys/inner", { write: false });
+    expect(refusal(() => planConfinedCommand(secret, LINUX, { helper, hostSecrets: [join(sb.root, "keys")] }))).toEqual({ code: "root_invalid", status: 400 });
+    // Where the rules reached directly give as much, a link is followed as before.
+    const same = linked("ro/sub", { write: false });
+    expect(planConfinedCommand(same, LINUX, { helper, hostSecrets: [] }).argv.join(" ")).toContain(`--ro-bind ${join(sb.root, "ro", "sub")} ${join(sb.root, "ro", "sub")}`);
   });
 
   test("missing roots, roots inside a deny path, writable system dirs, a cwd outside the roots, a shared scratch dir", async () => {

@@ -94,6 +94,36 @@ for (const [confinement, mode] of Object.entries(MODES)) {
       expect(probe.body.output).toBe("pub\npub-read-only\npub-no-create\ntop-writable\n");
       expect(readFileSync(join(source.root, "secret", "pub", "p.txt"), "utf8")).toBe("pub\n");
     });
+
+    test("a policy path a member turns into a symlink is not followed into the denied path, nor onto a read-only dir: create refuses it (root_invalid)", async () => {
+      await using world = await startWorld({ HATCH_CONFINEMENT: confinement });
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      const source = localSource(world, project, "links", { member: "rx" });
+      plant(source.root, { "secret/private/key.txt": "the-private-key\n", "ro/sub/r.txt": "ro\n", "work/w.txt": "w\n" });
+      const store = world.hatch.terminal.sources;
+      // work is writable; work/notes and work/out are named by rules but do not exist yet, so the member can create them.
+      for (const path of ["work", "work/notes", "work/out"]) store.addRule(source, { subjectKind: "role", subject: "member", path, effect: "allow", perms: "rwx" });
+      store.addRule(source, { subjectKind: "role", subject: "member", path: "secret", effect: "deny", perms: "r" });
+
+      expect((await createSession(member.client, { sourceSlug: "links", id: "a" })).status).toBe(201);
+      const link = (target: string) => member.client.post(`${TERMINAL}/sessions/a/exec`, { command: `rm -rf work/notes work/out; ln -s ${target} && echo linked` });
+      const cases = [
+        { link: "../secret/private work/notes", leadsTo: "secret/private", problem: "which lies inside a denied path" },
+        { link: "../ro/sub work/out", leadsTo: "ro/sub", problem: "where writing is not allowed" },
+      ];
+      for (const { link: target, leadsTo, problem } of cases) {
+        expect((await link(target)).body.output).toBe("linked\n");
+        const asked = join(source.root, target.split(" ")[1]!);
+        const refused = await createSession(member.client, { sourceSlug: "links", id: "b" });
+        expect({ status: refused.status, error: refused.body.error }).toEqual({
+          status: 400,
+          error: { code: "root_invalid", message: `Cannot use root "${asked}": it leads through a symlink to "${join(source.root, leadsTo)}", ${problem}` },
+        });
+      }
+      expect(world.hatch.terminal.sessions.count()).toBe(1);
+      expect(existsSync(join(source.root, "ro", "sub", "planted"))).toBe(false);
+    });
   });
 }
 
