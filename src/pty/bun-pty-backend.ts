@@ -2,8 +2,10 @@ import { spawn } from "bun-pty";
 import type { PtyBackend } from "./pty-process.ts";
 
 const encoder = new TextEncoder();
-/** coreutils env(1): present on every system bash runs on. */
+/** GNU coreutils env(1), 8.30 or later for `-S` with `${NAME}` (Debian 10, Ubuntu 20.04 and later). */
 const ENV_BINARY = "/usr/bin/env";
+/** The names the given variables travel under in env(1)'s own environment, numbered, so no name of the server's collides. */
+const CARRIED_PREFIX = "HATCH_PTY_ENV_";
 
 /**
  * The bun-pty backend (the design card's library), kept selectable with
@@ -12,11 +14,17 @@ const ENV_BINARY = "/usr/bin/env";
  * It delivers decoded strings, which are re-encoded so offsets stay byte counts.
  */
 export const bunPtyBackend: PtyBackend = (options) => {
-  // bun-pty merges the server's own environment into the child's whatever `env` says,
-  // so the program is started through `env -i` with exactly the variables it was given.
-  const clean = [ENV_BINARY, "-i", ...Object.entries(options.env).map(([k, v]) => `${k}=${v}`), ...options.argv];
-  const [file, ...args] = clean;
-  const pty = spawn(file!, args, { name: options.env.TERM ?? "xterm-256color", cols: options.cols, rows: options.rows, cwd: options.cwd, env: options.env });
+  // bun-pty merges the server's own environment into the child's whatever `env` says, so the program is
+  // started through `env -i` with exactly the variables it was given. Their values must not be env's
+  // arguments: any host user and any Landlock-only sandbox can read a command line, and these hold the
+  // program's environment (for a confined session, its helper's arguments). They travel in env's own
+  // environment instead, and `-S` expands a reference to each (`${NAME}`) into one NAME=VALUE argument,
+  // read before -i clears the environment and never split or re-parsed.
+  const entries = Object.entries(options.env);
+  const carried = Object.fromEntries(entries.map(([name, value], i) => [`${CARRIED_PREFIX}${i}`, `${name}=${value}`]));
+  const references = entries.map((_, i) => `\${${CARRIED_PREFIX}${i}}`).join(" ");
+  const [file, ...args] = [ENV_BINARY, "-i", "-S", references, ...options.argv];
+  const pty = spawn(file!, args, { name: options.env.TERM ?? "xterm-256color", cols: options.cols, rows: options.rows, cwd: options.cwd, env: carried });
   pty.onData((data) => options.onData(encoder.encode(data)));
   const exited = new Promise<number>((resolve) => pty.onExit((event) => resolve(event.exitCode)));
   return {

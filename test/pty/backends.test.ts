@@ -1,6 +1,6 @@
 import { dlopen, FFIType } from "bun:ffi";
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { bunPtyBackend, bunTerminalBackend, type PtyBackend } from "../../src/pty/index.ts";
@@ -69,6 +69,62 @@ describe("environment", () => {
       expect(output).toContain("GIVEN=yes");
       expect(output).not.toContain(sentinel);
       expect(output).not.toMatch(new RegExp(`^${name}=`, "m"));
+    } finally {
+      pty.kill("SIGKILL");
+      delete process.env[name];
+      libc.symbols.unsetenv(cString(name));
+    }
+  });
+  test("bun-pty puts no value of the environment on a command line, which any host user and other sandboxes can read", async () => {
+    // Each spawn's pid runs a trampoline first, then the program; its command line is read from the spawn until the
+    // program shows there (a confined session's helper arguments, the program's environment among them, travel here).
+    const value = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
+    const seen: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      let output = "";
+      const pty = bunPtyBackend({
+        argv: ["/bin/sh", "-c", 'echo "given=$GH_PAT"; sleep 5'],
+        cwd: "/",
+        env: { PATH: "/usr/bin:/bin", GH_PAT: value, SPACED: "a b 'c' \"d\" $e #f \\g" },
+        cols: 80,
+        rows: 24,
+        onData: (chunk) => (output += new TextDecoder().decode(chunk)),
+      });
+      try {
+        let line = "";
+        while (!line.includes("sleep")) {
+          try {
+            line = readFileSync(`/proc/${pty.pid}/cmdline`, "latin1");
+          } catch {
+            break; // gone: nothing more to read
+          }
+          if (line.includes(value)) seen.push(line.replaceAll("\0", " "));
+        }
+        await waitFor(() => output.includes(`given=${value}`), "the program to see its environment");
+      } finally {
+        pty.kill("SIGKILL");
+      }
+    }
+    expect(seen).toEqual([]);
+  });
+
+  test("through bun-pty a value with spaces, quotes, $ and # reaches the program exactly, and the server's own variable of the same name does not win", async () => {
+    const name = "HATCH_TEST_BOTH";
+    process.env[name] = "server-value";
+    libc.symbols.setenv(cString(name), cString("server-value"), 1);
+    const given = "a b 'c' \"d\" $e #f \\g";
+    let output = "";
+    const pty = bunPtyBackend({
+      argv: ["/bin/sh", "-c", `printf '[%s]\\n' "$${name}"; echo env-done`],
+      cwd: "/",
+      env: { PATH: "/usr/bin:/bin", [name]: given },
+      cols: 200,
+      rows: 24,
+      onData: (chunk) => (output += new TextDecoder().decode(chunk)),
+    });
+    try {
+      await waitFor(() => output.includes("env-done"), "the program's answer");
+      expect(output.replaceAll("\r", "")).toContain(`[${given}]\n`);
     } finally {
       pty.kill("SIGKILL");
       delete process.env[name];
