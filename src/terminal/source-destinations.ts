@@ -6,6 +6,9 @@ import type { ConfineRequest } from "../pty/index.ts";
 import { effectivePermissions, formatPerms, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
 import { CONTAINER_ROOT, type Destination, type DestinationResolver } from "./destination.ts";
 
+/** Why a disabled source's tab cannot open, local or host. */
+const DISABLED = "The source is disabled";
+
 /** One tab of the source listing. */
 export interface SourceEntry {
   slug: string;
@@ -92,6 +95,7 @@ export class SourceDestinations implements DestinationResolver {
     if (stored.kind === "host") {
       requireFeature(caller, FEATURES.terminalNative);
       if (!this.#policy(caller, stored).visible) throw sourceNotFound(sourceSlug);
+      if (!stored.enabled) throw forbidden("source_disabled", `Cannot open "${sourceSlug}": ${DISABLED}`);
       throw new HatchError("host_broker_unavailable", 503, "Cannot open a host tab: the host broker is not provisioned on this server");
     }
     const source = this.#seeded(stored);
@@ -140,7 +144,8 @@ export class SourceDestinations implements DestinationResolver {
   }
 
   #hostEntry(source: Source): SourceEntry {
-    return { slug: source.slug, label: source.label, kind: "host", selectable: false, reason: "The host broker is not provisioned", cwd: source.root, hostCwd: source.root, readOnly: true, unconfined: false, confinement: "unavailable" };
+    const reason = source.enabled ? "The host broker is not provisioned" : DISABLED;
+    return { slug: source.slug, label: source.label, kind: "host", selectable: false, reason, cwd: source.root, hostCwd: source.root, readOnly: true, unconfined: false, confinement: "unavailable" };
   }
 
   #containerRoot(caller: ProjectCaller, requestedCwd: string | undefined): Destination {
@@ -166,7 +171,7 @@ export class SourceDestinations implements DestinationResolver {
   }
 
   #unselectableReason(caller: ProjectCaller, source: Source, perms: Permissions): string | null {
-    if (!source.enabled) return "The source is disabled";
+    if (!source.enabled) return DISABLED;
     if (!perms.exec) return "Your policy does not allow running commands here";
     // A confined session reads everything not denied, and its root cannot be denied while it works there.
     if (!perms.read) return "Your policy does not allow reading here";

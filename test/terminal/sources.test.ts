@@ -60,6 +60,11 @@ describe("GET /terminal/sources", () => {
     const unseen = await createSession(admin.client, { sourceSlug: "other-host" });
     const unknown = await createSession(admin.client, { sourceSlug: "nope" });
     expect({ status: unseen.status, code: unseen.body.error.code }).toEqual({ status: 404, code: unknown.body.error.code });
+    // Disabled, it says so, as a local source does, rather than blaming the broker.
+    store.setEnabled(project.id, "host", false);
+    expect((await admin.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "host")).toMatchObject({ selectable: false, reason: "The source is disabled" });
+    const disabled = await createSession(admin.client, { sourceSlug: "host" });
+    expect({ status: disabled.status, code: disabled.body.error.code }).toEqual({ status: 403, code: "source_disabled" });
 
     await using inContainer = await startWorld({ HATCH_IN_CONTAINER: "1" });
     const other = await inContainer.signedIn(await inContainer.project(), "admin");
