@@ -54,11 +54,11 @@ export interface ConfinedCommand {
 }
 
 /**
- * The outer process's environment: empty. The program's environment reaches
- * the helper as its arguments (themselves passed in the environment, see
- * `argsToEnv`), so nothing a spawner merges in (bun-pty adds the
- * server's own environment) can reach the program, and Bun never sees a
- * `BUN_OPTIONS` from the spec before Landlock is on.
+ * The outer process's environment, before the helper's arguments are added
+ * to it (`argsToEnv`): empty. The program's environment is one of those
+ * arguments, so nothing a spawner merges in (bun-pty adds the server's own
+ * environment) can reach the program, and Bun never sees a `BUN_OPTIONS` from
+ * the spec before Landlock is on.
  */
 const OUTER_ENV: Record<string, string> = {};
 /** Shared dirs full of other processes' sockets and files, hidden by an empty tmpfs in bwrap. */

@@ -1,7 +1,7 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { rootInvalid } from "../confine/index.ts";
-import { badRequest, can, FEATURES, forbidden, HatchError, notFound, requireFeature, type ProjectCaller } from "../platform/index.ts";
+import { badRequest, can, FEATURES, forbidden, notFound, requireFeature, unavailable, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
 import { effectivePermissions, formatPerms, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
 import { CONTAINER_ROOT, type Destination, type DestinationResolver } from "./destination.ts";
@@ -96,7 +96,7 @@ export class SourceDestinations implements DestinationResolver {
       requireFeature(caller, FEATURES.terminalNative);
       if (!this.#policy(caller, stored).visible) throw sourceNotFound(sourceSlug);
       if (!stored.enabled) throw forbidden("source_disabled", `Cannot open "${sourceSlug}": ${DISABLED}`);
-      throw new HatchError("host_broker_unavailable", 503, "Cannot open a host tab: the host broker is not provisioned on this server");
+      throw unavailable("host_broker_unavailable", "Cannot open a host tab: the host broker is not provisioned on this server");
     }
     const source = this.#seeded(stored);
     const policy = this.#policy(caller, source);
