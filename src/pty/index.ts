@@ -15,4 +15,5 @@ export { execInSession, type ExecResult } from "./session-exec.ts";
 export { SESSION_ID, type SessionKey, type SessionNamespace } from "./session-key.ts";
 export { SessionManager, sessionNotFound, type SessionLimits } from "./session-manager.ts";
 export type { View } from "./session-views.ts";
+export { COMMAND_TEXT_VARIABLE, shellCommand } from "./shell-command.ts";
 export { defaultShellDeps, selectShell } from "./shell-selection.ts";

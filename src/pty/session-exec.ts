@@ -2,6 +2,7 @@ import { HatchError } from "../platform/index.ts";
 import { stripAnsi } from "./ansi.ts";
 import type { CommandSpawner } from "./command-spawn.ts";
 import type { LaunchSpec } from "./launch-spec.ts";
+import { shellCommand } from "./shell-command.ts";
 
 /** What an exec returns. */
 export interface ExecResult {
@@ -18,7 +19,7 @@ export interface ExecOptions {
   command: string;
   timeoutMs: number;
   outputCapBytes: number;
-  /** The shell to run `command` with (`shell -c command`). */
+  /** The shell to run `command` with (as `shell -c command`, the text kept off the command line: see `shellCommand`). */
   shell: string;
   /** Aborted when the session closes: the command is killed and the exec refused with 409 `session_closed`. */
   signal?: AbortSignal;
@@ -48,7 +49,8 @@ const RAW_BYTES_PER_CAPPED_BYTE = 4;
 export async function execInSession(launch: LaunchSpec, options: ExecOptions, spawn: CommandSpawner): Promise<ExecResult> {
   if (options.signal?.aborted) throw sessionClosed();
   const started = performance.now();
-  const child = spawn(launch, [options.shell, "-c", options.command]);
+  const { argv, env } = shellCommand(options.shell, options.command);
+  const child = spawn({ ...launch, env: { ...launch.env, ...env } }, argv);
   const chunks: Uint8Array[] = [];
   const rawCap = options.outputCapBytes * RAW_BYTES_PER_CAPPED_BYTE;
   let kept = 0;

@@ -163,6 +163,7 @@ export class TerminalService {
 
   /** Run a command in the session's sandbox. */
   async exec(caller: ProjectCaller, sessionId: string, address: SessionAddress, command: string, timeoutSeconds?: number): Promise<ExecResult> {
+    if (command.includes("\0")) throw badRequest("invalid_command", "Cannot run the command: it holds a NUL byte, which no program can receive");
     const session = await this.#drivable(caller, sessionId, address);
     const { settings } = this.options.platform;
     const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds")) * 1000;

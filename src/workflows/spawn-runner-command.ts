@@ -1,5 +1,5 @@
 import { HatchError } from "../platform/index.ts";
-import { spawnDetached, type CommandProcess, type ConfinePlanner } from "../pty/index.ts";
+import { shellCommand, spawnDetached, type CommandProcess, type ConfinePlanner } from "../pty/index.ts";
 
 /** What the command runner asks to run: a command line, where, with what, and the prompt on stdin. */
 export interface RunnerCommandSpec {
@@ -41,14 +41,16 @@ export interface RunnerSpawnerOptions {
  */
 export function createRunnerSpawner(options: RunnerSpawnerOptions): RunnerCommandSpawner {
   return (spec) => {
-    const argv = [options.shell, "-c", spec.command];
-    if (options.unconfined(spec.projectId, spec.createdBy)) return spawnDetached({ argv, cwd: spec.cwd, env: spec.env, stdin: spec.stdin });
+    const command = shellCommand(options.shell, spec.command);
+    const argv = command.argv;
+    const env = { ...spec.env, ...command.env };
+    if (options.unconfined(spec.projectId, spec.createdBy)) return spawnDetached({ argv, cwd: spec.cwd, env, stdin: spec.stdin });
     if (!options.planner) throw new HatchError("confinement_unavailable", 500, "Cannot run the command: confinement is unavailable on this server");
     const plan = options.planner({
       sourceSlug: "workflow-run",
       cwd: spec.cwd,
       argv,
-      env: spec.env,
+      env,
       scratch: spec.cwd,
       confine: { roots: [], deny: options.protectedPaths, boundary: spec.cwd },
     });

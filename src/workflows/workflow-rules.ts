@@ -70,6 +70,7 @@ export function checkRunner(input: RunnerSettingsInput): RunnerSettings {
     if (!command || command.length > MAX_COMMAND_LENGTH) {
       throw badRequest("invalid_command", `Cannot save workflow: the command must be 1 to ${MAX_COMMAND_LENGTH} characters`);
     }
+    if (command.includes("\0")) throw badRequest("invalid_command", "Cannot save workflow: the command holds a NUL byte, which no program can receive");
     return { kind: "command", command, timeoutSeconds: checkTimeout(input.timeoutSeconds ?? DEFAULT_COMMAND_TIMEOUT_SECONDS) };
   }
   let url: URL;

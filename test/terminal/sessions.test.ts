@@ -308,6 +308,17 @@ describe("exec", () => {
     expect((await admin.client.post(`${TERMINAL}/sessions/a/exec`, { command: "true" })).status).toBe(403);
     expect((await owner.client.post(`${TERMINAL}/sessions/none/exec`, {})).status).toBe(400);
   });
+
+  test("a command holding a NUL byte is refused with 400 invalid_command, and the session goes on", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    localSource(world, project, "docs", { member: "rwx" });
+    await createSession(member.client, { sourceSlug: "docs", id: "d" });
+    const refused = await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: "echo a\u0000b" });
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 400, code: "invalid_command" });
+    expect((await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: "echo ab" })).body.output).toBe("ab\n");
+  });
 });
 
 describe("local sources", () => {

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { TERMINAL, attached, createSession, localSource, openTerminal, roleRules, runAndSee } from "../helpers/terminal.ts";
 import type { Project } from "../../src/platform/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
+import { commandWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
 describe("GET /terminal/sources", () => {
@@ -371,6 +372,41 @@ print("scanned")
     await Bun.sleep(200);
     for (let i = 0; i < 20; i++) expect((await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: "true" })).status).toBe(200);
     expect((await watching).body.output).toBe("scanned\n");
+  });
+
+  test("with Landlock alone, the text of another user's exec or workflow run never shows on a command line", async () => {
+    await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
+    const project = await world.project();
+    const alice = await world.signedIn(project, "member");
+    const bob = await world.signedIn(project, "member");
+    localSource(world, project, "docs", { member: "rwx" });
+    const value = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
+    expect((await createSession(alice.client, { sourceSlug: "docs", id: "a" })).status).toBe(201);
+    expect((await createSession(bob.client, { sourceSlug: "docs", id: "b" })).status).toBe(201);
+    // Alice lists every command line for a while: she must see Bob's sleeps (so his processes are in view) but never his value,
+    // which her own command line holds only in two halves.
+    const watch = `/usr/bin/python3 -c '
+import os, time
+value = b"${value.slice(0, 10)}" + b"${value.slice(10)}"
+end, sleeps = time.time() + 3, set()
+while time.time() < end:
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit(): continue
+        try: args = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\\0")
+        except OSError: continue
+        if any(value in arg for arg in args): print("seen"); raise SystemExit
+        if args[0].endswith(b"sleep"): sleeps.add(args[1].decode())
+print("scanned", *sorted(sleeps))
+'`;
+    const watching = alice.client.post(`${TERMINAL}/sessions/a/exec`, { command: watch, timeoutSeconds: 10 });
+    await Bun.sleep(300);
+    const workflow = await commandWorkflow(bob, `sleep 1.3; : ${value}`);
+    const { token } = await issueToken(bob.client, workflow.id);
+    const run = fire(world, workflow.id, token);
+    const exec = await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: `sleep 1.7; : ${value}; echo done` });
+    expect(exec.body.output).toBe("done\n");
+    expect((await waitForRun(bob.client, workflow.id, (await run).body.runId)).status).toBe("succeeded");
+    expect((await watching).body.output).toBe("scanned 1.3 1.7\n");
   });
 
   test("with bwrap, a session's environment never shows on the host's command lines while it runs", async () => {

@@ -72,6 +72,7 @@ describe("workflow management", () => {
     const bad: [Record<string, unknown>, string][] = [
       [{ name: " ", runner: { kind: "command", command: "true" } }, "invalid_name"],
       [{ name: "x", runner: { kind: "command", command: "  " } }, "invalid_command"],
+      [{ name: "x", runner: { kind: "command", command: "echo a\u0000b" } }, "invalid_command"],
       [{ name: "x", runner: { kind: "command", command: "true", timeoutSeconds: 0 } }, "invalid_timeout"],
       [{ name: "x", runner: { kind: "command", command: "true" }, schedule: "every tuesday" }, "invalid_schedule"],
       // Well formed, but 30 February never comes.
