@@ -159,8 +159,8 @@ export interface HatchOverrides {
   accessRecheckMs?: number;
   /** How often an open terminal connection is pinged (one that answers nothing is dropped). */
   heartbeatMs?: number;
-  /** Workflow worker pool size and retry waits (defaults in src/workflows/workflows-part.ts), and the openai runner's fetch. */
-  workflows?: { poolSize?: number; retryDelaysMs?: readonly number[]; fetch?: typeof fetch };
+  /** Workflow worker pool size, retry waits and access-check interval (defaults in src/workflows/workflows-part.ts), and the openai runner's fetch. */
+  workflows?: { poolSize?: number; retryDelaysMs?: readonly number[]; accessCheckMs?: number; fetch?: typeof fetch };
   /** Fires per source address per minute at the fire endpoint (default 60; 0 disables). */
   fireRatePerMinute?: number;
   /** The environment sessions start from (default: this process's). */

@@ -36,6 +36,15 @@ export interface RunExecutionDeps {
 export const STOPPED_ERROR = "The server stopped while this run was working";
 
 /**
+ * The reason a working run is aborted with when its creator may no longer run
+ * it (`resolveRunAs`): the run then fails with `error`, not `cancelled`, since
+ * no one asked for the stop.
+ */
+export class CreatorAccessLost {
+  constructor(readonly error: string) {}
+}
+
+/**
  * Events one run may stream. A turn's notes, answers and hand-offs are a few
  * dozen; thousands mean a loop, and each is a row, a bus update and a delivery.
  */
@@ -65,10 +74,10 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
   deps.bus.publish({ type: "status", run: runRef(run), status: "running" });
   try {
     const { tokensUsed, errorEvent } = await runTurn(deps, run, workflow, signal);
-    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps), tokensUsed);
+    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
     finish(deps, run, workflow, errorEvent ? { kind: "failed", error: errorEvent } : { kind: "succeeded" }, tokensUsed);
   } catch (error) {
-    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps));
+    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps, signal));
     const attempt = run.attempts + 1;
     if (error instanceof RunnerUnavailableError && attempt <= deps.retryDelaysMs.length) {
       const delay = deps.retryDelaysMs[attempt - 1]!;
@@ -137,8 +146,10 @@ function startRefusal(deps: RunExecutionDeps, workflow: Workflow): RunOutcome | 
   return null;
 }
 
-function aborted(deps: RunExecutionDeps): RunOutcome {
-  return deps.stopping() ? { kind: "failed", error: STOPPED_ERROR } : { kind: "cancelled-while-working" };
+function aborted(deps: RunExecutionDeps, signal: AbortSignal): RunOutcome {
+  if (deps.stopping()) return { kind: "failed", error: STOPPED_ERROR };
+  if (signal.reason instanceof CreatorAccessLost) return { kind: "failed", error: `${signal.reason.error}: the run was stopped while it worked` };
+  return { kind: "cancelled-while-working" };
 }
 
 function describe(error: unknown): string {

@@ -61,8 +61,8 @@ export class WorkerPool implements AsyncDisposable {
     this.#delay(job, delayMs);
   }
 
-  /** Drop a job that has not started (queued or waiting to retry), or abort a running one. */
-  cancel(id: string): CancelResult {
+  /** Drop a job that has not started (queued or waiting to retry), or abort a running one (its signal carries `reason`). */
+  cancel(id: string, reason?: unknown): CancelResult {
     const index = this.#queue.findIndex((j) => j.id === id);
     if (index >= 0) {
       const [job] = this.#queue.splice(index, 1);
@@ -78,7 +78,7 @@ export class WorkerPool implements AsyncDisposable {
     }
     const running = this.#running.get(id);
     if (!running) return "absent";
-    running.controller.abort();
+    running.controller.abort(reason);
     return "aborted";
   }
 

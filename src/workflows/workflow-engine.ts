@@ -1,6 +1,7 @@
 import { badRequest, conflict, HatchError, notFound } from "../platform/index.ts";
 import type { RunListener } from "./run-bus.ts";
-import { executeRun, finish, STOPPED_ERROR, type RunExecutionDeps } from "./run-execution.ts";
+import { resolveRunAs } from "./access.ts";
+import { CreatorAccessLost, executeRun, finish, STOPPED_ERROR, type RunExecutionDeps } from "./run-execution.ts";
 import type { RunSource } from "./run-source.ts";
 import { FINISHED_STATUSES, type Run, type TriggerKindOfRun } from "./runs.ts";
 import type { Triggers } from "./triggers.ts";
@@ -101,23 +102,42 @@ export class WorkflowEngine implements AsyncDisposable {
    * it had already finished.
    */
   async cancel(runId: string): Promise<Run> {
-    const { runs, bus, pool } = this.options;
+    const { runs, pool } = this.options;
     const run = runs.get(runId);
     if (!run) throw notFound("run_not_found", `Cannot find run "${runId}"`);
     if (FINISHED_STATUSES.includes(run.status)) throw conflict("run_finished", `Cannot cancel run "${runId}": it already ${run.status}`);
-    const finished = new Promise<void>((resolve) => {
-      const off = bus.subscribe({ runId }, (update) => {
-        if (update.type !== "finished") return;
-        off();
-        resolve();
-      });
-    });
+    const finished = this.#finished(runId);
     if (pool.cancel(runId) !== "aborted") {
       const workflow = this.options.workflows.get(run.workflowId);
       finish(this.#deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
     }
     await finished;
     return runs.get(runId)!;
+  }
+
+  /**
+   * Stop every working run whose creator may no longer run it (removed from the
+   * project, their role lost `core.execute`, or no longer owner or admin for an
+   * `openai` runner): a run executes with its creator's permissions at the time
+   * of the run, not only at its start. Each fails with the reason, which the
+   * audit log records too; resolves with their ids once they have ended. Runs
+   * not yet started need nothing: they check the same at their start.
+   */
+  async stopRunsOfRevokedCreators(): Promise<string[]> {
+    const { runs, workflows, pool, platform } = this.options;
+    const stopped: Promise<void>[] = [];
+    const ids: string[] = [];
+    for (const run of runs.unfinished()) {
+      const workflow = run.status === "running" ? workflows.get(run.workflowId) : null;
+      const runAs = workflow && resolveRunAs(platform, workflow);
+      if (!runAs || runAs.ok) continue;
+      if (pool.cancel(run.id, new CreatorAccessLost(runAs.error)) !== "aborted") continue;
+      // The run ends on a later turn, once its runner has stopped: subscribing now misses nothing.
+      stopped.push(this.#finished(run.id));
+      ids.push(run.id);
+    }
+    await Promise.all(stopped);
+    return ids;
   }
 
   /** Cancel every unfinished run of a workflow (before it is deleted). */
@@ -171,6 +191,17 @@ export class WorkflowEngine implements AsyncDisposable {
       throw error;
     }
     return workflow;
+  }
+
+  /** Resolves when the run has finished; subscribed before it is stopped, so the outcome is not missed. */
+  #finished(runId: string): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const off = this.options.bus.subscribe({ runId }, (update) => {
+        if (update.type !== "finished") return;
+        off();
+        resolve();
+      });
+    });
   }
 
   /** Hand a run's updates to a listener until its outcome; subscribed before the run is queued, so nothing is missed. */

@@ -21,6 +21,11 @@ export const DEFAULT_POOL_SIZE = 4;
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000];
 /** Earlier turns a one-thread run sees: enough for a conversation, bounded so a year-old thread stays cheap. */
 export const MAX_THREAD_TURNS = 50;
+/**
+ * How often working runs have their creator's access checked again: the same
+ * cadence as the terminal's reaper, which ends a removed member's sessions.
+ */
+export const DEFAULT_ACCESS_CHECK_MS = 15_000;
 /** Folder in the data dir holding each command run's scratch dir while it runs. */
 export const RUN_SCRATCH_FOLDER = "workflow-runs";
 
@@ -46,6 +51,8 @@ export interface WorkflowsPartOptions {
   baseEnv: Record<string, string | undefined>;
   poolSize?: number;
   retryDelaysMs?: readonly number[];
+  /** How often working runs whose creator lost access are stopped (`engine.stopRunsOfRevokedCreators`). */
+  accessCheckMs?: number;
   /** Spawns runner commands (confined: see `createRunnerSpawner`). */
   spawn: RunnerCommandSpawner;
   fetch?: typeof fetch;
@@ -69,7 +76,8 @@ export interface WorkflowsPart extends WorkflowStores, AsyncDisposable {
 
 /**
  * Build the part and start it: clear what a previous process's runs left, flag
- * outdated template installs, re-queue its queued runs, start the scheduler.
+ * outdated template installs, re-queue its queued runs, start the scheduler and
+ * the periodic check of working runs' creators.
  */
 export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise<WorkflowsPart> {
   const now = options.now ?? Date.now;
@@ -99,6 +107,11 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
   stores.workflows.flagOutdatedTemplates(TEMPLATES.values());
   engine.recover();
   scheduler.start();
+  // `hatch admin member remove` is another process: a running server learns of it only from the database.
+  const accessCheck = setInterval(
+    () => void engine.stopRunsOfRevokedCreators().catch((error: unknown) => console.error("hatch: stopping the runs of creators who lost access failed", error)),
+    options.accessCheckMs ?? DEFAULT_ACCESS_CHECK_MS,
+  );
   return {
     ...stores,
     bus,
@@ -107,6 +120,7 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
     scheduler,
     changed: (id) => scheduler.sync(id),
     [Symbol.asyncDispose]: async () => {
+      clearInterval(accessCheck);
       await scheduler[Symbol.asyncDispose]();
       await engine[Symbol.asyncDispose]();
     },

@@ -114,8 +114,35 @@ describe("the life of a run", () => {
     // A creator who left the project is the next test's.
   });
 
-  test("once hatch admin member remove took its creator out of the project, a run queued before fails without running, and fires and schedules are refused, recording nothing", async () => {
-    await using world = await startWorld({}, { workflows: { poolSize: 1 } });
+  test("a role losing core.execute stops its members' working runs, and only theirs", async () => {
+    await using world = await startWorld({}, { workflows: { accessCheckMs: 100 } });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await memberWithBareRuns(world, project);
+    const dir = traceDir(world);
+    const started = async (person: typeof owner) => {
+      const workflow = await commandWorkflow(person, blocking(dir));
+      const { token } = await issueToken(person.client, workflow.id);
+      const runId = (await fire(world, workflow.id, token)).body.runId;
+      await waitFor(() => existsSync(join(dir, `${runId}.started`)), "the run to start");
+      return { workflow, runId, pid: Number(readFileSync(join(dir, `${runId}.started`), "utf8")) };
+    };
+    const members = await started(member);
+    const owners = await started(owner);
+
+    await owner.client.delete("/api/roles/member/features/core.execute");
+    const stopped = await waitForRun(owner.client, members.workflow.id, members.runId);
+    const reason = `The workflow's creator "${member.user.email}" (role "member") lacks the feature "core.execute" the command runner needs`;
+    expect(stopped).toMatchObject({ status: "failed", error: `${reason}: the run was stopped while it worked` });
+    expect(isAlive(members.pid)).toBe(false);
+    // The sweep that stopped the member's run passed over the owner's, which still works.
+    expect((await owner.client.get(`/api/workflows/${owners.workflow.id}/runs/${owners.runId}`)).body.status).toBe("running");
+    expect(isAlive(owners.pid)).toBe(true);
+    expect((await owner.client.post(`/api/workflows/${owners.workflow.id}/runs/${owners.runId}/cancel`)).body).toMatchObject({ status: "cancelled", cancelled: "while-working" });
+  });
+
+  test("once hatch admin member remove took its creator out of the project, the working run is stopped, a run queued before fails without running, and fires and schedules are refused, recording nothing", async () => {
+    await using world = await startWorld({}, { workflows: { poolSize: 1, accessCheckMs: 100 } });
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
     const member = await memberWithBareRuns(world, project);
@@ -130,14 +157,20 @@ describe("the life of a run", () => {
     // The operator's CLI is another process: the server learns of the removal only from the database.
     const removed = await hatchCli(world.config.dataDir, ["admin", "member", "remove", "--project", project.slug, "--email", member.user.email]);
     expect(removed.code).toBe(0);
-    // The run already working was started while its creator was a member; an owner stops it, which frees the pool for the queued one.
-    await owner.client.post(`/api/workflows/${workflow.id}/runs/${working}/cancel`);
+    // The run already working executes as its creator too: it is stopped (its command killed), which frees the pool for the queued one.
     const reason = `The workflow's creator "${member.user.email}" is no longer a member of the project`;
+    const stopped = await waitForRun(owner.client, workflow.id, working);
+    expect(stopped).toMatchObject({ status: "failed", cancelled: null, error: `${reason}: the run was stopped while it worked` });
+    expect(isAlive(Number(readFileSync(join(dir, `${working}.started`), "utf8")))).toBe(false);
     const afterQueue = await waitForRun(owner.client, workflow.id, queued);
     expect(afterQueue).toMatchObject({ status: "failed", error: reason, startedAt: null, events: [] });
     expect(existsSync(join(dir, `${queued}.ran`))).toBe(false);
     const failures = world.platform.audit.query({ projectId: project.id, action: "workflow.run.failed" });
-    expect(failures.map((e) => ({ target: e.target, userId: e.userId, error: e.detail!.error }))).toEqual([{ target: queued, userId: member.user.id, error: reason }]);
+    // Newest first: the queued run failed once the stopped one had freed the pool.
+    expect(failures.map((e) => ({ target: e.target, userId: e.userId, error: e.detail!.error }))).toEqual([
+      { target: queued, userId: member.user.id, error: reason },
+      { target: working, userId: member.user.id, error: `${reason}: the run was stopped while it worked` },
+    ]);
 
     // A new fire is refused like a paused workflow's: nothing recorded, nothing spent.
     const rowsBefore = countRows(world, "workflow_runs");
