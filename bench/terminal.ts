@@ -338,7 +338,7 @@ async function detachedRate(bench: Bench, id: string, command: string, outputByt
 /** One throughput workload, `THROUGHPUT_ROUNDS` times each way; the table row of medians. */
 async function throughputRow(bench: Bench, workload: Workload, bare: Shell, hatch: Shell): Promise<string[]> {
   const output = workload.output();
-  const scrollback = bench.world.platform.settings.get("terminalScrollbackLines");
+  const scrollback = bench.world.platform.settings.get("terminalScrollbackLines", bench.projectId);
   const runs = { bare: [] as { rate: number; cpu: number }[], hatch: [] as { rate: number; cpu: number }[] };
   const detached: number[] = [];
   const alone: number[] = [];
@@ -431,7 +431,7 @@ async function snapshotSection(bench: Bench): Promise<void> {
     const { first, warm, frameBytes, lines } = await reconnects(world, owner, id);
     rows.push([name, ms(first), ms(quantile(warm, 0.5)), ms(quantile(warm, 0.95)), ms(Math.max(...warm)), frameBytes, lines]);
   }
-  const scrollback = world.platform.settings.get("terminalScrollbackLines");
+  const scrollback = world.platform.settings.get("terminalScrollbackLines", bench.projectId);
   console.log(`\n3. Reconnect until snapshot: first (cold), then ${SNAPSHOT_REPEATS} more; scrollback ${scrollback} lines (target: < 100 ms)`);
   table(rows);
 }
@@ -452,7 +452,7 @@ async function idleSessionMemory(): Promise<MemoryFigures> {
   await using world = await World.start();
   const project = await world.project("bench");
   const owner = await world.signedIn(project, "owner");
-  world.platform.settings.set("terminalMaxSessions", MAX_SESSIONS);
+  world.platform.settings.set("terminalMaxSessions", MAX_SESSIONS, null);
   const bench = { world, owner, projectId: project.id };
   const idle = async (id: string) => {
     await newSession(owner, id);

@@ -1,4 +1,4 @@
-import { forbidden, notFound, Settings, type Platform } from "../platform/index.ts";
+import { forbidden, notFound, Settings, type Platform, type SettingScope, type SettingView } from "../platform/index.ts";
 import { str, UsageError, type Command, type CommandContext } from "./command.ts";
 
 const project = { type: "string", required: true, description: "project slug" } as const;
@@ -6,6 +6,16 @@ const project = { type: "string", required: true, description: "project slug" } 
 function requireProject(platform: Platform, slug: string) {
   return platform.projects.requireBySlug(slug);
 }
+
+const settingProject = { type: "string", description: "a project's slug: its own value, over the server-wide one (default: server-wide)" } as const;
+
+/** The project `--project` names, or null for the server-wide level. */
+function settingScope(platform: Platform, v: Record<string, string | boolean | undefined>): string | null {
+  return v.project === undefined ? null : requireProject(platform, str(v, "project")).id;
+}
+
+/** How the human output says where a value is set. */
+const SCOPE_WORDS: Record<SettingScope, string> = { project: "set for the project", server: "set server-wide", default: "default" };
 
 /** `--password P` or `--password-stdin`: a password typed on the command line shows in `ps` and the shell's history. */
 function passwordOptions(description: string) {
@@ -201,33 +211,49 @@ export const adminCommands: Command[] = [
   },
   {
     path: ["admin", "setting", "get"],
-    summary: "Show one setting, or all of them",
+    summary: "Show one setting, or all of them: server-wide, or in force for a project",
     positionals: [{ name: "KEY", required: false }],
-    options: {},
-    run: async (ctx, _v, [key]) => {
+    options: { project: settingProject },
+    run: async (ctx, v, [key]) => {
       const platform = await ctx.platform();
-      if (key === undefined) return platform.settings.list();
+      const projectId = settingScope(platform, v);
+      if (key === undefined) return platform.settings.list(projectId);
       if (!Settings.isKey(key)) throw notFound("setting_not_found", `Cannot find setting "${key}"`);
-      return platform.settings.list().find((s) => s.key === key);
+      return platform.settings.list(projectId).find((s) => s.key === key);
     },
-    human: (r) => (Array.isArray(r) ? r : [r]).map((s: { key: string; value: number; unit: string }) => `${s.key} = ${s.value} ${s.unit}`).join("\n"),
+    human: (r) => (Array.isArray(r) ? r : [r]).map((s: SettingView) => `${s.key} = ${s.value} ${s.unit} (${SCOPE_WORDS[s.scope]})`).join("\n"),
   },
   {
     path: ["admin", "setting", "set"],
-    summary: "Change a setting",
+    summary: "Change a setting: server-wide (every project without its own value), or for one project",
     positionals: [
       { name: "KEY", required: true },
       { name: "VALUE", required: true },
     ],
-    options: {},
-    run: async (ctx, _v, [key, value]) => {
+    options: { project: settingProject },
+    run: async (ctx, v, [key, value]) => {
       // Number("") and Number(" ") are 0, which turns channelInboundFiresPerMinute's cap off: only digits are a value.
       if (!/^-?\d+$/.test(value!)) throw new UsageError(`VALUE must be a whole number, not "${value}"`);
       const platform = await ctx.platform();
-      const setting = platform.settings.set(key!, Number(value));
-      platform.audit.write({ action: "settings.update", target: key!, detail: { value: setting.value, via: "cli" } });
+      const projectId = settingScope(platform, v);
+      const setting = platform.settings.set(key!, Number(value), projectId);
+      platform.audit.write({ action: "settings.update", projectId, target: key!, detail: { value: setting.value, via: "cli" } });
       return setting;
     },
-    human: (r) => `${(r as { key: string }).key} = ${(r as { value: number }).value}`,
+    human: (r) => `${(r as SettingView).key} = ${(r as SettingView).value} (${SCOPE_WORDS[(r as SettingView).scope]})`,
+  },
+  {
+    path: ["admin", "setting", "unset"],
+    summary: "Drop a setting's server-wide value (back to the default) or a project's own (back to the server-wide one)",
+    positionals: [{ name: "KEY", required: true }],
+    options: { project: settingProject },
+    run: async (ctx, v, [key]) => {
+      const platform = await ctx.platform();
+      const projectId = settingScope(platform, v);
+      const setting = platform.settings.clear(key!, projectId);
+      platform.audit.write({ action: "settings.clear", projectId, target: key!, detail: { value: setting.value, scope: setting.scope, via: "cli" } });
+      return setting;
+    },
+    human: (r) => `${(r as SettingView).key} = ${(r as SettingView).value} (${SCOPE_WORDS[(r as SettingView).scope]})`,
   },
 ];

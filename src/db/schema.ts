@@ -92,12 +92,24 @@ export const agents = sqliteTable(
   (t) => [uniqueIndex("agents_project_name").on(t.projectId, t.name)],
 );
 
-/** Admin-editable platform settings, JSON-encoded values read at use time. */
+/** Server-wide values of the platform settings (the operator's, by the CLI), JSON-encoded, read at use time. */
 export const settings = sqliteTable("settings", {
   key: text("key").primaryKey(),
   value: text("value").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+/** A project's own values of the platform settings (its owners' and admins'), over the server-wide ones. */
+export const projectSettings = sqliteTable(
+  "project_settings",
+  {
+    projectId: text("project_id").notNull().references(() => projects.id, { onDelete: "cascade" }),
+    key: text("key").notNull(),
+    value: text("value").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.projectId, t.key] })],
+);
 
 /** The platform audit log; every part writes through one writer. */
 export const auditLog = sqliteTable(

@@ -19,5 +19,5 @@ export { Roles } from "./roles.ts";
 export { platformRoutes, type PlatformRoutesOptions } from "./routes.ts";
 export { loadSecretKey, SECRET_KEY_FILE } from "./secret-key.ts";
 export { Secrets, type SecretScope } from "./secrets.ts";
-export { SETTINGS, Settings, type SettingKey } from "./settings.ts";
+export { SETTINGS, Settings, type SettingKey, type SettingScope, type SettingView } from "./settings.ts";
 export { Users, type User } from "./users.ts";

@@ -110,18 +110,24 @@ function projectRoutes(platform: Platform) {
     .onTransform(requireJsonBody)
     .get("/api/settings", ({ caller }) => {
       requireProjectAdmin(caller);
-      return { settings: platform.settings.list() };
+      return { settings: platform.settings.list(caller.project.id) };
     })
     .put(
       "/api/settings/:key",
       ({ params, body, caller }) => {
         requireProjectAdmin(caller);
-        const setting = platform.settings.set(params.key, body.value);
+        const setting = platform.settings.set(params.key, body.value, caller.project.id);
         platform.audit.write({ action: "settings.update", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value } });
         return setting;
       },
       { body: t.Object({ value: t.Unknown() }) },
     )
+    .delete("/api/settings/:key", ({ params, caller }) => {
+      requireProjectAdmin(caller);
+      const setting = platform.settings.clear(params.key, caller.project.id);
+      platform.audit.write({ action: "settings.clear", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value, scope: setting.scope } });
+      return setting;
+    })
     .get(
       "/api/audit",
       ({ query, caller }) => {

@@ -7,10 +7,11 @@ import { keyString, namespaceString, SESSION_ID, type SessionKey, type SessionNa
 import type { View } from "./session-views.ts";
 
 /** Settings the manager reads at each create and sweep. */
+/** The limits in force for a project's sessions, read at each use (create, sweep). */
 export interface SessionLimits {
-  maxSessions(): number;
-  scrollbackLines(): number;
-  idleShutdownMs(): number;
+  maxSessions(projectId: string): number;
+  scrollbackLines(projectId: string): number;
+  idleShutdownMs(projectId: string): number;
 }
 
 /** Collaborators and options of the session manager. */
@@ -84,9 +85,8 @@ export class SessionManager {
     if (existing) return { session: this.#sameDestination(existing, request), created: false };
 
     const live = this.#countInNamespace(request.namespace);
-    if (live >= this.options.limits.maxSessions()) {
-      throw tooMany("session_limit", `Cannot create session "${id}": ${live} sessions are live, the limit is ${this.options.limits.maxSessions()}`);
-    }
+    const limit = this.options.limits.maxSessions(key.projectId);
+    if (live >= limit) throw tooMany("session_limit", `Cannot create session "${id}": ${live} sessions are live, the limit is ${limit}`);
     const creating = this.#spawn(key, request).then(async (session) => {
       if (!this.#closing) return session;
       // dispose() began while this one spawned and could not see it: it must not outlive the service.
@@ -149,16 +149,20 @@ export class SessionManager {
   /**
    * The reaper: a session idle past Idle Shutdown with no view attached is
    * destroyed; a watched session never is. Views of a session nearing the limit
-   * get a countdown on the control channel. Settings are read at each sweep.
+   * get a countdown on the control channel. Settings are read at each sweep,
+   * once per project (each project's Idle Shutdown applies to its sessions).
    */
   async sweep(): Promise<string[]> {
-    const idleMs = this.options.limits.idleShutdownMs();
-    const countdownMs = Math.min(this.options.countdownMs ?? DEFAULT_COUNTDOWN_MS, idleMs);
     const now = this.options.now();
     const reaped: string[] = [];
+    const idleLimits = new Map<string, number>();
     for (const session of [...this.#sessions.values()]) {
       // Destroys are awaited one by one: a session terminated or ended meanwhile is no longer ours to reap.
       if (session.destroyed || this.#sessions.get(keyString(session.key)) !== session) continue;
+      const { projectId } = session.key;
+      const idleMs = idleLimits.get(projectId) ?? this.options.limits.idleShutdownMs(projectId);
+      idleLimits.set(projectId, idleMs);
+      const countdownMs = Math.min(this.options.countdownMs ?? DEFAULT_COUNTDOWN_MS, idleMs);
       // A running exec is use: the session is not idle while one runs.
       const idle = session.execsRunning > 0 ? 0 : now - session.lastActivityAt;
       // The countdown stops at the limit: past it a session is reaped, or it is watched and never will be.
@@ -215,7 +219,7 @@ export class SessionManager {
         authority: request.authority,
         cols: request.cols,
         rows: request.rows,
-        scrollback: this.options.limits.scrollbackLines(),
+        scrollback: this.options.limits.scrollbackLines(key.projectId),
         parser: this.options.parser,
         scratch,
         launch,

@@ -86,9 +86,9 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
     parser,
     spawner: createPtySpawner(backend, confinement.status().mode ? confinement.pty : null),
     limits: {
-      maxSessions: () => platform.settings.get("terminalMaxSessions"),
-      scrollbackLines: () => platform.settings.get("terminalScrollbackLines"),
-      idleShutdownMs: () => platform.settings.get("terminalIdleShutdownMinutes") * 60_000,
+      maxSessions: (projectId) => platform.settings.get("terminalMaxSessions", projectId),
+      scrollbackLines: (projectId) => platform.settings.get("terminalScrollbackLines", projectId),
+      idleShutdownMs: (projectId) => platform.settings.get("terminalIdleShutdownMinutes", projectId) * 60_000,
     },
     protectedPaths: options.protectedPaths,
     inputBucket: INPUT_BUCKET,

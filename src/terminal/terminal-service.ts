@@ -166,8 +166,9 @@ export class TerminalService {
     if (command.includes("\0")) throw badRequest("invalid_command", "Cannot run the command: it holds a NUL byte, which no program can receive");
     const session = await this.#drivable(caller, sessionId, address);
     const { settings } = this.options.platform;
-    const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds")) * 1000;
-    const outputCapBytes = settings.get("terminalExecOutputCapBytes");
+    const { projectId } = session.key;
+    const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds", projectId)) * 1000;
+    const outputCapBytes = settings.get("terminalExecOutputCapBytes", projectId);
     const result = await session.runExec((signal) =>
       execInSession(session.launch, { command, timeoutMs, outputCapBytes, shell: session.launch.argv[0]!, signal }, this.options.commands),
     );

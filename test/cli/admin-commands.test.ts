@@ -50,7 +50,16 @@ describe("the hatch CLI", () => {
     const agent = await hatchCli(dir, ["admin", "agent", "add", "--project", "p", "--name", "helper", "--owner", "o@example.com", "--json"]);
     expect(agent.json()).toMatchObject({ name: "helper", shared: false });
     expect((await hatchCli(dir, ["admin", "setting", "set", "terminalIdleShutdownMinutes", "5", "--json"])).json().value).toBe(5);
-    expect((await hatchCli(dir, ["admin", "setting", "get", "terminalIdleShutdownMinutes"])).out).toContain("terminalIdleShutdownMinutes = 5 minutes");
+    expect((await hatchCli(dir, ["admin", "setting", "get", "terminalIdleShutdownMinutes"])).out).toBe("terminalIdleShutdownMinutes = 5 minutes (set server-wide)\n");
+    // A project's own value, over the server-wide one; unset drops it again.
+    const own = await hatchCli(dir, ["admin", "setting", "set", "terminalIdleShutdownMinutes", "20", "--project", "p"]);
+    expect(own.out).toBe("terminalIdleShutdownMinutes = 20 (set for the project)\n");
+    expect((await hatchCli(dir, ["admin", "setting", "get", "terminalIdleShutdownMinutes", "--project", "p", "--json"])).json()).toMatchObject({ value: 20, scope: "project" });
+    expect((await hatchCli(dir, ["admin", "setting", "get", "terminalIdleShutdownMinutes", "--json"])).json()).toMatchObject({ value: 5, scope: "server" });
+    expect((await hatchCli(dir, ["admin", "setting", "unset", "terminalIdleShutdownMinutes", "--project", "p", "--json"])).json()).toMatchObject({ value: 5, scope: "server" });
+    expect((await hatchCli(dir, ["admin", "setting", "unset", "terminalIdleShutdownMinutes"])).out).toBe("terminalIdleShutdownMinutes = 60 (default)\n");
+    const unknownProject = await hatchCli(dir, ["admin", "setting", "set", "terminalIdleShutdownMinutes", "20", "--project", "nope", "--json"]);
+    expect({ code: unknownProject.code, error: JSON.parse(unknownProject.err).error.code }).toEqual({ code: 1, error: "project_not_found" });
   });
 
   test("roles, package access and agents the CLI adds or changes are audited, as the same changes over HTTP are", async () => {

@@ -12,7 +12,7 @@ describe("the reaper", () => {
     await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5);
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
     await createSession(owner.client, { sourceSlug: "container-root", id: "idle" });
     await createSession(owner.client, { sourceSlug: "container-root", id: "watched" });
     const view = await attached(world, owner, "watched");
@@ -31,7 +31,7 @@ describe("the reaper", () => {
     expect((await owner.client.get("/api/packages/agent/terminal/sessions")).body.sessions.map((s: { id: string }) => s.id)).toEqual(["watched"]);
 
     // Settings are read at each sweep.
-    world.platform.settings.set("terminalIdleShutdownMinutes", 60);
+    world.platform.settings.set("terminalIdleShutdownMinutes", 60, null);
     view.close();
     await waitFor(() => sessions.listProject(project.id)[0]?.views === 0, "the server to see the detach");
     now += 10 * 60_000;
@@ -46,7 +46,7 @@ describe("the reaper", () => {
     await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000, heartbeatMs: 50 });
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5);
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
     await createSession(owner.client, { sourceSlug: "container-root", id: "here" });
     await createSession(owner.client, { sourceSlug: "container-root", id: "gone" });
     // A browser answers pings by itself (so does the ws client); a raw socket that answers none is, to the
@@ -69,7 +69,7 @@ describe("the reaper", () => {
     await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5);
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
     await createSession(owner.client, { sourceSlug: "container-root", id: "slow" });
     await createSession(owner.client, { sourceSlug: "container-root", id: "other" });
     const view = await attached(world, owner, "slow");
@@ -89,7 +89,7 @@ describe("the reaper", () => {
     let now = Date.now();
     await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
     const owner = await world.signedIn(await world.project(), "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5);
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
     await createSession(owner.client, { sourceSlug: "container-root", id: "busy" });
     const dir = world.tempDir("exec");
     const running = owner.client.post(`${TERMINAL}/sessions/busy/exec`, { command: `touch ${dir}/started; while [ ! -e ${dir}/go ]; do sleep 0.05; done; echo finished`, timeoutSeconds: 60 });

@@ -130,7 +130,7 @@ describe("terminal sessions over HTTP", () => {
     await using world = await startWorld();
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
-    world.platform.settings.set("terminalMaxSessions", 2);
+    world.platform.settings.set("terminalMaxSessions", 2, null);
     expect((await createSession(owner.client, { sourceSlug: "container-root", id: "a" })).status).toBe(201);
     expect((await createSession(owner.client, { sourceSlug: "container-root", id: "b" })).status).toBe(201);
     const third = await createSession(owner.client, { sourceSlug: "container-root", id: "c" });
@@ -233,7 +233,7 @@ describe("exec", () => {
     await createSession(owner.client, { sourceSlug: "container-root", id: "x", cwd: "/usr" });
     const pwd = await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "pwd; printf '\\033[31mred\\033[0m\\n'" });
     expect(pwd.body).toMatchObject({ exitCode: 0, output: "/usr\nred\n", truncated: false, timedOut: false });
-    world.platform.settings.set("terminalExecOutputCapBytes", 1024);
+    world.platform.settings.set("terminalExecOutputCapBytes", 1024, null);
     const big = await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "head -c 100000 /dev/zero | tr '\\0' a" });
     expect(big.body.output).toHaveLength(1024);
     expect(big.body.truncated).toBe(true);
@@ -243,7 +243,7 @@ describe("exec", () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
     await createSession(owner.client, { sourceSlug: "container-root", id: "c" });
-    world.platform.settings.set("terminalExecOutputCapBytes", 1024);
+    world.platform.settings.set("terminalExecOutputCapBytes", 1024, null);
     // 3,300 bytes written, 600 characters once stripped: under the cap, so all of it comes back.
     const coloured = await owner.client.post(`${TERMINAL}/sessions/c/exec`, { command: "for i in $(seq 300); do printf '\\033[31mab\\033[0m'; done" });
     expect(coloured.body).toMatchObject({ output: "ab".repeat(300), truncated: false });

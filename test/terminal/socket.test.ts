@@ -32,11 +32,11 @@ describe("the terminal WebSocket", () => {
   test("Terminal: Scrollback Lines also sizes the client buffer: the session object and hello carry the session's own", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
-    world.platform.settings.set("terminalScrollbackLines", 500);
+    world.platform.settings.set("terminalScrollbackLines", 500, null);
     const created = await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
     expect(created.body.scrollback).toBe(500);
     // Applied at the next create: the live session keeps the size it was made with.
-    world.platform.settings.set("terminalScrollbackLines", 2000);
+    world.platform.settings.set("terminalScrollbackLines", 2000, null);
     const terminal = await attached(world, owner, "s");
     expect(terminal.controls.find((c) => c.type === "hello")).toMatchObject({ sessionId: "s", scrollback: 500 });
     expect((await owner.client.get(`${TERMINAL}/sessions`)).body.sessions[0].scrollback).toBe(500);
