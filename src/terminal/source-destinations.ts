@@ -73,6 +73,7 @@ export class SourceDestinations implements DestinationResolver {
       const root = realRoot(source);
       // A reachable root is all #unselectableReason needs to find nothing.
       const reason = this.#unselectableReason(caller, source, policy.at("")) ?? this.#confinedProblem(caller, policy, root!);
+      const unconfined = can(caller, FEATURES.execUnconfined);
       entries.push({
         slug: source.slug,
         label: source.label,
@@ -81,8 +82,9 @@ export class SourceDestinations implements DestinationResolver {
         ...(reason === null ? {} : { reason }),
         cwd: root,
         hostCwd: root,
-        readOnly: !policy.paths.some((path) => policy.at(path).write),
-        confinement: can(caller, FEATURES.execUnconfined) ? "none" : (this.options.confinement().mode ?? "unavailable"),
+        // A bare spawn writes whatever the service's user may: the policy's RO badge would not be true of it.
+        readOnly: !unconfined && !policy.paths.some((path) => policy.at(path).write),
+        confinement: unconfined ? "none" : (this.options.confinement().mode ?? "unavailable"),
       });
     }
     return entries;
@@ -117,7 +119,7 @@ export class SourceDestinations implements DestinationResolver {
     return {
       sourceSlug,
       cwd,
-      readOnly: !Object.values(authority.paths).some((p) => p.includes("w")),
+      readOnly: !unconfined && !Object.values(authority.paths).some((p) => p.includes("w")),
       confine,
       authority: JSON.stringify(authority),
     };

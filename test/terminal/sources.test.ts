@@ -329,16 +329,19 @@ describe("create re-checks everything", () => {
     expect(seen.body.output).toBe(confinement === "landlock+bwrap" ? "hidden\nroot-readable\n" : "host-only\nroot-readable\n");
   });
 
-  test("a holder of exec.unconfined gets the bare spawn", async () => {
+  test("a holder of exec.unconfined gets the bare spawn, without an RO badge the policy would give a confined tab", async () => {
     await using world = await startWorld();
     const project = await world.project();
     world.platform.roles.grant(project.id, "member", "exec.unconfined");
     const member = await world.signedIn(project, "member");
     const source = localSource(world, project, "bare", { member: "rx" });
+    const entry = (await member.client.get(`${TERMINAL}/sources`)).body.sources.find((s: { slug: string }) => s.slug === "bare");
+    expect(entry).toMatchObject({ selectable: true, readOnly: false, confinement: "none" });
     const created = await createSession(member.client, { sourceSlug: "bare", id: "b" });
     expect(created.status).toBe(201);
+    expect(created.body.readOnly).toBe(false);
     const listed = (await member.client.get(`${TERMINAL}/sessions`)).body.sessions[0];
-    expect(listed.confinement).toBe("none");
+    expect(listed).toMatchObject({ confinement: "none", readOnly: false });
     const write = await member.client.post(`${TERMINAL}/sessions/b/exec`, { command: `touch ${source.root}/x && echo bare-write` });
     expect(write.body.output).toContain("bare-write");
   });
