@@ -386,7 +386,8 @@ print("scanned")
     const value = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
     expect((await createSession(alice.client, { sourceSlug: "docs", id: "a" })).status).toBe(201);
     expect((await createSession(bob.client, { sourceSlug: "docs", id: "b" })).status).toBe(201);
-    // Alice lists every command line for a while: she must see Bob's sleeps (so his processes are in view) but never his value,
+    // Alice lists every command line for a while: she must see Bob's sleeps (so his processes are in view; the host's others
+    // are not counted) but never his value,
     // which her own command line holds only in two halves.
     const watch = `/usr/bin/python3 -c '
 import os, time
@@ -398,18 +399,18 @@ while time.time() < end:
         try: args = open("/proc/%s/cmdline" % pid, "rb").read().split(b"\\0")
         except OSError: continue
         if any(value in arg for arg in args): print("seen"); raise SystemExit
-        if args[0].endswith(b"sleep"): sleeps.add(args[1].decode())
+        if args[0].endswith(b"sleep") and args[1] in (b"1.31", b"1.71"): sleeps.add(args[1].decode())
 print("scanned", *sorted(sleeps))
 '`;
     const watching = alice.client.post(`${TERMINAL}/sessions/a/exec`, { command: watch, timeoutSeconds: 10 });
     await Bun.sleep(300);
-    const workflow = await commandWorkflow(bob, `sleep 1.3; : ${value}`);
+    const workflow = await commandWorkflow(bob, `sleep 1.31; : ${value}`);
     const { token } = await issueToken(bob.client, workflow.id);
     const run = fire(world, workflow.id, token);
-    const exec = await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: `sleep 1.7; : ${value}; echo done` });
+    const exec = await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: `sleep 1.71; : ${value}; echo done` });
     expect(exec.body.output).toBe("done\n");
     expect((await waitForRun(bob.client, workflow.id, (await run).body.runId)).status).toBe("succeeded");
-    expect((await watching).body.output).toBe("scanned 1.3 1.7\n");
+    expect((await watching).body.output).toBe("scanned 1.31 1.71\n");
   });
 
   test("with bwrap, a session's environment never shows on the host's command lines while it runs", async () => {
