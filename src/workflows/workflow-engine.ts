@@ -54,6 +54,12 @@ export interface WorkflowEngineOptions extends Omit<RunExecutionDeps, "stopping"
 export class WorkflowEngine implements AsyncDisposable {
   #stopping = false;
   readonly #deps: RunExecutionDeps;
+  /**
+   * Schedules refused for a spent budget and not accepted since, by workflow and
+   * limit: only the first of a run of such refusals is audited, since a
+   * per-second schedule would otherwise write 86,400 entries a day.
+   */
+  readonly #refusedSchedules = new Map<string, Set<string>>();
 
   constructor(private readonly options: WorkflowEngineOptions) {
     this.#deps = { ...options, stopping: () => this.#stopping };
@@ -187,10 +193,23 @@ export class WorkflowEngine implements AsyncDisposable {
       limits.check(workflow.projectId, workflow.runnerKind === "openai");
     } catch (error) {
       const detail = error instanceof HatchError ? { code: error.code, ...error.detail } : {};
-      platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { ...detail, trigger: request.trigger.kind } });
+      if (this.#firstRefusal(request, workflow.id, detail)) {
+        platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { ...detail, trigger: request.trigger.kind } });
+      }
       throw error;
     }
+    if (request.trigger.kind === "schedule") this.#refusedSchedules.delete(workflow.id);
     return workflow;
+  }
+
+  /** Whether a refusal is to be audited: always, except a schedule's refusals after its first for the same limit. */
+  #firstRefusal(request: FireRequest, workflowId: string, detail: Record<string, unknown>): boolean {
+    if (request.trigger.kind !== "schedule") return true;
+    const limit = String(detail.limit ?? detail.code ?? "");
+    const refused = this.#refusedSchedules.get(workflowId) ?? new Set<string>();
+    if (refused.has(limit)) return false;
+    this.#refusedSchedules.set(workflowId, refused.add(limit));
+    return true;
   }
 
   /** Resolves when the run has finished; subscribed before it is stopped, so the outcome is not missed. */

@@ -37,4 +37,30 @@ describe("the scheduler", () => {
     expect(refusal).toMatchObject({ target: workflow.id, detail: { code: "spend_limit_reached", limit: "runs", trigger: "schedule" } });
     expect(countRows(world, "workflow_runs")).toBe(0);
   });
+
+  test("a schedule refused tick after tick is audited once, and again after one of its fires was accepted", async () => {
+    await using world = await startWorld();
+    const project = await world.project("spent");
+    const owner = await world.signedIn(project, "owner");
+    // Another project's workflow on the same schedule, with budget left, is the clock that shows the ticks came.
+    const clockOwner = await world.signedIn(await world.project("clock"), "owner");
+    const clock = await commandWorkflow(clockOwner, "echo tick", { schedule: EVERY_SECOND, mode: "fresh" });
+    const ticks = async () => (await clockOwner.client.get(`/api/workflows/${clock.id}/runs?status=succeeded`)).body.runs.length as number;
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 0, tokensPerDay: 0 });
+    const workflow = await commandWorkflow(owner, "echo tick", { schedule: EVERY_SECOND, mode: "fresh" });
+    const refusals = () => world.platform.audit.query({ projectId: project.id, action: "workflow.fire.refused" });
+    await waitFor(() => refusals().length === 1, "the first refusal");
+    const seen = await ticks();
+    await waitFor(async () => (await ticks()) >= seen + 3, "three more ticks");
+    expect(refusals()).toHaveLength(1);
+
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 1000, tokensPerDay: 0 });
+    await waitFor(async () => (await owner.client.get(`/api/workflows/${workflow.id}/runs?status=succeeded`)).body.runs.length > 0, "an accepted fire");
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 0, tokensPerDay: 0 });
+    await waitFor(() => refusals().length === 2, "the refusal after the accepted fire");
+    expect(refusals().map((e) => e.detail)).toEqual([
+      { code: "spend_limit_reached", limit: "runs", trigger: "schedule" },
+      { code: "spend_limit_reached", limit: "runs", trigger: "schedule" },
+    ]);
+  });
 });
