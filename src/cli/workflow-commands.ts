@@ -1,11 +1,11 @@
 import { localUrl } from "../config.ts";
 import { WebhookTokens } from "../fire/index.ts";
-import { AGENT_PACKAGE, forbidden, hasFeature, notFound, type Platform } from "../platform/index.ts";
+import { notFound, type Platform } from "../platform/index.ts";
 import {
   createWorkflowStores,
   MAX_TIMEOUT_SECONDS,
   MIN_TIMEOUT_SECONDS,
-  RUN_FEATURE,
+  requireRunnableCreator,
   WORKFLOW_MODES,
   type Run,
   type Workflow,
@@ -68,17 +68,8 @@ export const workflowCommands: Command[] = [
       const platform = await ctx.platform();
       const project = platform.projects.requireBySlug(str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
-      const role = platform.projects.roleOf(project.id, owner.id);
-      if (!role) throw forbidden("not_a_member", `${owner.email} is not a member of ${project.slug}`);
       // What the HTTP route and every run check: the runs execute as the owner.
-      const features = platform.roles.featuresOf(project.id, role);
-      if (!hasFeature(features, RUN_FEATURE)) {
-        throw forbidden("feature_required", `${owner.email} (role ${role}) lacks the feature ${RUN_FEATURE}, and the workflow's runs would execute as them`);
-      }
-      // Every run would be cancelled package-off, as the owner's own workflow routes answer 404.
-      if (!platform.roles.packageVisible(project.id, AGENT_PACKAGE, features)) {
-        throw forbidden("package_hidden", `${owner.email} (role ${role}) cannot use the ${AGENT_PACKAGE} package, and the workflow's runs would execute as them`);
-      }
+      requireRunnableCreator(platform, project, owner, { kind: "command" });
       const workflow = stores(platform).workflows.create({
         projectId: project.id,
         createdBy: owner.id,
@@ -104,6 +95,28 @@ export const workflowCommands: Command[] = [
       return stores(platform).workflows.list(platform.projects.requireBySlug(str(v, "project")).id);
     },
     human: (r) => (r as Workflow[]).map((w) => `${w.id}  ${w.name}  ${w.status}  ${w.mode}  ${w.schedule}  ${w.runner.kind}`).join("\n") || "(no workflows)",
+  },
+  {
+    path: ["workflow", "reassign"],
+    summary: "Make OWNER the workflow's creator: its runs execute as them from the next start",
+    options: {
+      workflow: { type: "string", required: true, description: "workflow id" },
+      owner: { type: "string", required: true, description: "the new creator's email (a member who may run it)" },
+    },
+    run: async (ctx, v) => {
+      const platform = await ctx.platform();
+      const workflow = requireWorkflow(platform, str(v, "workflow"));
+      const project = platform.projects.get(workflow.projectId)!;
+      const owner = platform.users.requireByEmail(str(v, "owner"));
+      requireRunnableCreator(platform, project, owner, workflow.runner);
+      const updated = stores(platform).workflows.setCreator(workflow.id, owner.id);
+      platform.audit.write({ action: "workflow.reassign", userId: owner.id, projectId: project.id, target: workflow.id, detail: { previousCreator: workflow.createdBy, via: "cli" } });
+      return { ...updated, creatorEmail: owner.email };
+    },
+    human: (r) => {
+      const w = r as Workflow & { creatorEmail: string };
+      return `workflow ${w.name} (${w.id}) now runs as ${w.creatorEmail}`;
+    },
   },
   {
     path: ["workflow", "token", "rotate"],

@@ -1,4 +1,4 @@
-import { can, FEATURES, forbidden, hasFeature, isAdminRole, notFound, type Platform, type ProjectCaller, type User } from "../platform/index.ts";
+import { AGENT_PACKAGE, can, FEATURES, forbidden, hasFeature, isAdminRole, notFound, type Platform, type Project, type ProjectCaller, type User } from "../platform/index.ts";
 import type { RunnerSettings, Workflow } from "./workflow.ts";
 
 /**
@@ -66,4 +66,27 @@ export function resolveRunAs(platform: Pick<Platform, "users" | "projects" | "ro
     return { ok: false, error: `The workflow's creator "${user.email}" (role "${role}") is no longer a project owner or admin, so the openai runner may not use the project secret` };
   }
   return { ok: true, user, role };
+}
+
+/**
+ * 403 unless `user` can be the creator of a workflow with this runner now: a
+ * member of the project whose role holds `core.execute` and sees the agent
+ * package, and an owner or admin for an `openai` runner. These are what every
+ * run checks at its start, so a workflow is never handed to someone whose runs
+ * would all fail or be cancelled.
+ */
+export function requireRunnableCreator(platform: Pick<Platform, "projects" | "roles">, project: Pick<Project, "id" | "slug">, user: User, runner: Pick<RunnerSettings, "kind">): void {
+  const role = platform.projects.roleOf(project.id, user.id);
+  if (!role) throw forbidden("not_a_member", `${user.email} is not a member of ${project.slug}`);
+  const features = platform.roles.featuresOf(project.id, role);
+  if (!hasFeature(features, RUN_FEATURE)) {
+    throw forbidden("feature_required", `${user.email} (role ${role}) lacks the feature ${RUN_FEATURE}, and the workflow's runs would execute as them`);
+  }
+  // Every run would be cancelled package-off, as the creator's own workflow routes answer 404.
+  if (!platform.roles.packageVisible(project.id, AGENT_PACKAGE, features)) {
+    throw forbidden("package_hidden", `${user.email} (role ${role}) cannot use the ${AGENT_PACKAGE} package, and the workflow's runs would execute as them`);
+  }
+  if (runner.kind === "openai" && !isAdminRole(role)) {
+    throw forbidden("secret_access_required", `${user.email} (role ${role}) is not a project owner or admin, and an openai workflow sends a project secret to its base URL`);
+  }
 }

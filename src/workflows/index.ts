@@ -8,7 +8,7 @@
  * - `triggers.addMessage(workflowId, bindingId)` / `triggers.removeMessage(bindingId)`
  * - `workflows.get(id)?.announce` (the delivery policy, read at each answer)
  */
-export { managesAll, requireManageable, requireWorkflowAccess, resolveRunAs, RUN_FEATURE, type RunAs } from "./access.ts";
+export { managesAll, requireManageable, requireRunnableCreator, requireWorkflowAccess, resolveRunAs, RUN_FEATURE, type RunAs } from "./access.ts";
 export { CommandRunner, MAX_COMMAND_OUTPUT_BYTES, type CommandRunnerOptions } from "./command-runner.ts";
 export { chatMessages, OpenAiRunner, type ChatMessage, type OpenAiRunnerOptions } from "./openai-runner.ts";
 export { buildPrompt, renderAnswers, renderDocument, renderInput, UNTRUSTED_NOTE, type Prompt, type ThreadTurn, type TurnInput } from "./prompt.ts";

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { AGENT_PACKAGE, badRequest, conflict, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
-import { managesAll, requireCreateAccess, requireManageable, requireSecretAccess, requireWorkflowAccess } from "./access.ts";
+import { managesAll, requireCreateAccess, requireManageable, requireRunnableCreator, requireSecretAccess, requireWorkflowAccess } from "./access.ts";
 import { pendingTemplateUpgrade, TEMPLATES } from "./templates.ts";
 import type { Workflow } from "./workflow.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
@@ -156,6 +156,15 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       part.changed(workflow.id);
       audit(caller, "workflow.delete", workflow.id, { name: workflow.name });
       return { ok: true };
+    })
+    .post("/:id/take-over", ({ params, caller }) => {
+      // Only to oneself: handing a workflow to someone else would run its command as them (their exec.unconfined included).
+      const workflow = manageableWorkflow(part, caller, params.id);
+      requireRunnableCreator(platform, caller.project, caller.user, workflow.runner);
+      if (workflow.createdBy === caller.user.id) return workflowView(part, workflow);
+      const updated = part.workflows.setCreator(workflow.id, caller.user.id);
+      audit(caller, "workflow.take_over", workflow.id, { previousCreator: workflow.createdBy });
+      return workflowView(part, updated);
     })
     .post("/:id/upgrade-template", ({ params, caller }) => {
       const workflow = manageableWorkflow(part, caller, params.id);

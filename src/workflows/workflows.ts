@@ -128,6 +128,13 @@ export class Workflows {
     return toWorkflow(row);
   }
 
+  /** Record a new creator (runs started from now on execute as them); the caller checked they may be one. */
+  setCreator(id: string, userId: string): Workflow {
+    const row = this.db.update(workflows).set({ createdBy: userId, updatedAt: this.now() }).where(eq(workflows.id, id)).returning().get();
+    if (!row) throw notFound("workflow_not_found", `Cannot find workflow "${id}"`);
+    return toWorkflow(row);
+  }
+
   /** Delete a workflow with its triggers and runs; true when it existed. */
   delete(id: string): boolean {
     return this.db.delete(workflows).where(eq(workflows.id, id)).returning({ id: workflows.id }).all().length > 0;

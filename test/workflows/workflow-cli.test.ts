@@ -1,9 +1,11 @@
+import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminCommands, workflowCommands } from "../../src/cli/index.ts";
 import { loadConfig } from "../../src/config.ts";
+import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
 import { hatchCli } from "../helpers/cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -99,5 +101,28 @@ describe("the workflow CLI", () => {
       expect({ code: refused.code, err: refused.err }).toEqual({ code: 2, err: expect.stringContaining("--timeout must be a whole number of seconds from 1 to 3600") });
     }
     expect((await cli(dir, ["workflow", "list", "--project", "p", "--json"])).json()).toEqual([]);
+  });
+  test("reassign makes another member the creator, checked as add checks an owner", async () => {
+    using dir = tempDataDir();
+    await cli(dir, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"]);
+    await cli(dir, ["admin", "user", "add", "--email", "next@example.com", "--password", "next pass 1"]);
+    await cli(dir, ["admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com"]);
+    const workflow = (await cli(dir, ["workflow", "add", "--project", "p", "--name", "W", "--command", "true", "--owner", "o@example.com", "--json"])).json();
+    const stranger = await cli(dir, ["workflow", "reassign", "--workflow", workflow.id, "--owner", "next@example.com"]);
+    expect({ code: stranger.code, err: stranger.err }).toEqual({ code: 1, err: "hatch: next@example.com is not a member of p\n" });
+    await cli(dir, ["admin", "member", "add", "--project", "p", "--email", "next@example.com", "--role", "viewer"]);
+    const viewer = await cli(dir, ["workflow", "reassign", "--workflow", workflow.id, "--owner", "next@example.com"]);
+    expect({ code: viewer.code, err: viewer.err }).toEqual({ code: 1, err: expect.stringContaining("next@example.com (role viewer) lacks the feature core.execute") });
+    expect((await cli(dir, ["workflow", "list", "--project", "p", "--json"])).json()[0].createdBy).toBe(workflow.createdBy);
+
+    await cli(dir, ["admin", "member", "add", "--project", "p", "--email", "next@example.com", "--role", "member"]);
+    const reassigned = await cli(dir, ["workflow", "reassign", "--workflow", workflow.id, "--owner", "next@example.com"]);
+    expect(reassigned.code).toBe(0);
+    const listed = (await cli(dir, ["workflow", "list", "--project", "p", "--json"])).json()[0];
+    expect(listed.createdBy).not.toBe(workflow.createdBy);
+    expect(reassigned.out).toBe(`workflow W (${workflow.id}) now runs as next@example.com\n`);
+    using stored = new Database(join(dir, DATABASE_FILE), { readonly: true });
+    const audited = stored.query("SELECT user_id, target, detail FROM audit_log WHERE action = 'workflow.reassign'").all() as { user_id: string; target: string; detail: string }[];
+    expect(audited.map((e) => ({ ...e, detail: JSON.parse(e.detail) }))).toEqual([{ user_id: listed.createdBy, target: workflow.id, detail: { previousCreator: workflow.createdBy, via: "cli" } }]);
   });
 });

@@ -115,6 +115,34 @@ describe("workflow management", () => {
     );
   });
 
+  test("an owner takes over a removed member's workflow: its runs execute as the owner, its token still fires, and only oneself can be the new creator", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    const other = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    const workflow = await commandWorkflow(member, "echo still here");
+    const { token } = await issueToken(member.client, workflow.id);
+    // Another member cannot see it to take it; an admin without core.execute could never run it.
+    expect((await other.client.post(`/api/workflows/${workflow.id}/take-over`, {})).status).toBe(404);
+    const refused = await admin.client.post(`/api/workflows/${workflow.id}/take-over`, {});
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 403, code: "feature_required" });
+
+    world.platform.projects.removeMember(project.id, member.user.id);
+    expect((await fire(world, workflow.id, token)).body.error.code).toBe("creator_not_member");
+    const taken = await owner.client.post(`/api/workflows/${workflow.id}/take-over`, {});
+    expect(taken.status).toBe(200);
+    expect(taken.body).toMatchObject({ id: workflow.id, createdBy: owner.user.id });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run.status).toBe("succeeded");
+    const audit = world.platform.audit.query({ projectId: project.id, action: "workflow.take_over" });
+    expect(audit.map((e) => ({ userId: e.userId, target: e.target, detail: e.detail }))).toEqual([{ userId: owner.user.id, target: workflow.id, detail: { previousCreator: member.user.id } }]);
+    // Taking over one's own workflow changes nothing and records nothing.
+    expect((await owner.client.post(`/api/workflows/${workflow.id}/take-over`, {})).body.createdBy).toBe(owner.user.id);
+    expect(world.platform.audit.query({ projectId: project.id, action: "workflow.take_over" })).toHaveLength(1);
+  });
+
   test("the Channel assistant template installs with a manual schedule, one thread and channel etiquette", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
