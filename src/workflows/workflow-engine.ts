@@ -212,7 +212,7 @@ export class WorkflowEngine implements AsyncDisposable {
     return true;
   }
 
-  /** Resolves when the run has finished; subscribed before it is stopped, so the outcome is not missed. */
+  /** Resolves when the run has finished: call it before the outcome can be published (before a stop that finishes at once). */
   #finished(runId: string): Promise<void> {
     return new Promise<void>((resolve) => {
       const off = this.options.bus.subscribe({ runId }, (update) => {

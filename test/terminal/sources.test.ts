@@ -348,14 +348,19 @@ describe("create re-checks everything", () => {
 });
 
 describe("what one user's sandbox sees of another's", () => {
-  test("with Landlock alone, a session's environment never shows on the command line other sandboxes can read", async () => {
-    await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
+  /** Alice and Bob, members with tabs on one source, and a token-like value only Bob's side knows. */
+  async function aliceAndBob(world: World) {
     const project = await world.project();
     const alice = await world.signedIn(project, "member");
     const bob = await world.signedIn(project, "member");
     localSource(world, project, "docs", { member: "rwx" });
-    const value = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
     expect((await createSession(alice.client, { sourceSlug: "docs", id: "a" })).status).toBe(201);
+    return { alice, bob, value: `ghp_${crypto.randomUUID().replaceAll("-", "")}` };
+  }
+
+  test("with Landlock alone, a session's environment never shows on the command line other sandboxes can read", async () => {
+    await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
+    const { alice, bob, value } = await aliceAndBob(world);
     // A name the sanitiser lets through, with a value only Bob knows; each of his execs starts a helper with it.
     expect((await createSession(bob.client, { sourceSlug: "docs", id: "b", env: { GH_PAT: value } })).status).toBe(201);
     // Alice polls every process's command line and environment while Bob's helpers start.
@@ -379,16 +384,10 @@ print("scanned")
 
   test("with Landlock alone, the text of another user's exec or workflow run never shows on a command line", async () => {
     await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
-    const project = await world.project();
-    const alice = await world.signedIn(project, "member");
-    const bob = await world.signedIn(project, "member");
-    localSource(world, project, "docs", { member: "rwx" });
-    const value = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
-    expect((await createSession(alice.client, { sourceSlug: "docs", id: "a" })).status).toBe(201);
+    const { alice, bob, value } = await aliceAndBob(world);
     expect((await createSession(bob.client, { sourceSlug: "docs", id: "b" })).status).toBe(201);
-    // Alice lists every command line for a while: she must see Bob's sleeps (so his processes are in view; the host's others
-    // are not counted) but never his value,
-    // which her own command line holds only in two halves.
+    // Alice lists every command line for a while: she must see Bob's sleeps (so his processes are in view; the host's
+    // others are not counted) but never his value, which her own command line holds only in two halves.
     const watch = `/usr/bin/python3 -c '
 import os, time
 value = b"${value.slice(0, 10)}" + b"${value.slice(10)}"
