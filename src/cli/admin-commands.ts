@@ -17,6 +17,11 @@ function settingScope(platform: Platform, v: Record<string, string | boolean | u
 /** How the human output says where a value is set. */
 const SCOPE_WORDS: Record<SettingScope, string> = { project: "set for the project", server: "set server-wide", default: "default" };
 
+/** "terminalMaxSessions = 3 sessions (set for the project)"; the unit only where `get` lists values. */
+function settingLine(setting: SettingView, withUnit: boolean): string {
+  return `${setting.key} = ${setting.value}${withUnit ? ` ${setting.unit}` : ""} (${SCOPE_WORDS[setting.scope]})`;
+}
+
 /** `--password P` or `--password-stdin`: a password typed on the command line shows in `ps` and the shell's history. */
 function passwordOptions(description: string) {
   return {
@@ -221,7 +226,7 @@ export const adminCommands: Command[] = [
       if (!Settings.isKey(key)) throw notFound("setting_not_found", `Cannot find setting "${key}"`);
       return platform.settings.list(projectId).find((s) => s.key === key);
     },
-    human: (r) => (Array.isArray(r) ? r : [r]).map((s: SettingView) => `${s.key} = ${s.value} ${s.unit} (${SCOPE_WORDS[s.scope]})`).join("\n"),
+    human: (r) => (Array.isArray(r) ? r : [r]).map((s: SettingView) => settingLine(s, true)).join("\n"),
   },
   {
     path: ["admin", "setting", "set"],
@@ -240,7 +245,7 @@ export const adminCommands: Command[] = [
       platform.audit.write({ action: "settings.update", projectId, target: key!, detail: { value: setting.value, via: "cli" } });
       return setting;
     },
-    human: (r) => `${(r as SettingView).key} = ${(r as SettingView).value} (${SCOPE_WORDS[(r as SettingView).scope]})`,
+    human: (r) => settingLine(r as SettingView, false),
   },
   {
     path: ["admin", "setting", "unset"],
@@ -254,6 +259,6 @@ export const adminCommands: Command[] = [
       platform.audit.write({ action: "settings.clear", projectId, target: key!, detail: { value: setting.value, scope: setting.scope, via: "cli" } });
       return setting;
     },
-    human: (r) => `${(r as SettingView).key} = ${(r as SettingView).value} (${SCOPE_WORDS[(r as SettingView).scope]})`,
+    human: (r) => settingLine(r as SettingView, false),
   },
 ];
