@@ -24,5 +24,6 @@ export { argsFromEnv, argsToEnv, formatHelperArgs, type HelperArgs, parseHelperA
 export { dotenvFiles, HOST_SECRET_PATHS } from "./host-secrets.ts";
 export { DEFAULT_MIN_ABI, DEVICE_RIGHTS, FS, LIST_RIGHTS, READ_RIGHTS, WRITE_RIGHTS } from "./landlock-abi.ts";
 export { compileRules, type PathGrant, type TreeReader } from "./landlock-rules.ts";
+export { realPathOrSelf } from "./real-path.ts";
 export { cachedProbe, type ConfinementProbe, probeConfinement, type ProbeOptions } from "./probe.ts";
 export { resolveWithinBoundary } from "./source-boundary.ts";

@@ -11,7 +11,7 @@
  * `{"error":{"code":...,"message":...}}` on stderr and exits 126. It never
  * runs the program unrestricted.
  */
-import { fstatSync, lstatSync, readdirSync, readFileSync, readlinkSync, realpathSync, writeSync } from "node:fs";
+import { fstatSync, lstatSync, readdirSync, readFileSync, readlinkSync, writeSync } from "node:fs";
 import { isatty } from "node:tty";
 import { argsFromEnv, type HelperArgs, parseHelperArgs } from "./helper-args.ts";
 import {
@@ -28,6 +28,7 @@ import {
 } from "./landlock-abi.ts";
 import { compileRules, type PathGrant, type TreeReader } from "./landlock-rules.ts";
 import { type LinuxCalls, loadLinuxCalls, SyscallError } from "./linux-calls.ts";
+import { realPathOrSelf } from "./real-path.ts";
 
 /** Shell convention for "found but could not run": every refusal before exec. */
 const EXIT_REFUSED = 126;
@@ -73,14 +74,6 @@ function ownTerminals(): string[] {
   return [...paths];
 }
 
-function realOrSelf(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path; // a deny path that does not exist yet still blocks its place
-  }
-}
-
 function buildRuleset(calls: LinuxCalls, abi: number, args: HelperArgs): number {
   const grants: PathGrant[] = [
     ...args.list.map((path) => ({ path, access: LIST_RIGHTS })),
@@ -93,7 +86,7 @@ function buildRuleset(calls: LinuxCalls, abi: number, args: HelperArgs): number 
   const handled = handledFsRights(abi);
   const rulesetFd = calls.createRuleset(handled, handledNetRights(abi), handledScopes(abi), rulesetAttrSize(abi));
   // No network rule is added: with ABI 4+ every TCP bind and connect is denied.
-  for (const rule of compileRules(grants, args.deny.map(realOrSelf), tree)) {
+  for (const rule of compileRules(grants, args.deny.map(realPathOrSelf), tree)) {
     const fd = calls.openPath(rule.path);
     if (fd === null) continue; // missing: granting nothing is the closed side
     try {

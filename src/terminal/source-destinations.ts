@@ -1,6 +1,6 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { rootInvalid } from "../confine/index.ts";
+import { realPathOrSelf, rootInvalid } from "../confine/index.ts";
 import { badRequest, can, FEATURES, forbidden, notFound, requireFeature, unavailable, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
 import { effectivePermissions, formatPerms, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
@@ -227,19 +227,11 @@ interface CallerPolicy {
  * never fails on create for it.
  */
 function protectedProblem(request: ConfineRequest, root: string): string | null {
-  const closed = request.deny.map(realOrSelf);
-  const inside = request.roots.find((r) => closed.some((path) => isInside(realOrSelf(r.path), path)));
+  const closed = request.deny.map(realPathOrSelf);
+  const inside = request.roots.find((r) => closed.some((path) => isInside(realPathOrSelf(r.path), path)));
   if (inside === undefined) return null;
   const where = inside.path === root ? "The source's root lies" : `Your policy opens "${relative(root, inside.path)}", which lies`;
   return `${where} inside a path hatch never lets a tab read (its data dir or a .env file)`;
-}
-
-function realOrSelf(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    return path;
-  }
 }
 
 /** The policy path of a path's parent directory ("" for the source root). */
