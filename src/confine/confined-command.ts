@@ -11,6 +11,7 @@ import { type ConfineRoot, type ConfineSpec, pathDepth, type ResolvedSpec, resol
 import { coverBetween } from "./cover-between.ts";
 import { argsToEnv, formatHelperArgs, type HelperArgs } from "./helper-args.ts";
 import { HOST_SECRET_PATHS } from "./host-secrets.ts";
+import { systemCodePaths } from "./system-code.ts";
 import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";
 import { isStrictlyWithin, isWithin } from "./landlock-rules.ts";
 import type { ConfinementProbe } from "./probe.ts";
@@ -43,6 +44,8 @@ export interface PlanOptions {
    * contains one; a writable root inside one is refused (`root_invalid`).
    */
   neverWritable?: readonly string[];
+  /** Host paths where any write is code root runs later, treated as never writable (default `systemCodePaths()`). */
+  systemCode?: readonly string[];
 }
 
 /** What to spawn. Pass `env` exactly (never merge in the server's) and only fds 0, 1, 2. */
@@ -106,7 +109,8 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
     });
   }
   const secrets = existing(options.hostSecrets ?? HOST_SECRET_PATHS);
-  const resolved = keepReadOnly(resolveConfineSpec(spec, secrets.map((s) => s.path)), [options.helper.bun, dirOf(options.helper.script), ...(options.neverWritable ?? [])], secrets);
+  const neverWritable = [options.helper.bun, dirOf(options.helper.script), ...(options.neverWritable ?? []), ...(options.systemCode ?? systemCodePaths())];
+  const resolved = keepReadOnly(resolveConfineSpec(spec, secrets.map((s) => s.path)), neverWritable, secrets);
   const bwrap = options.preferBwrap !== false ? probe.bwrapPath : null;
   const newSession = options.newSession ?? false;
   const helper = [options.helper.bun, ...BUN_HELPER_FLAGS, options.helper.script];

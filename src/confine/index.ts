@@ -22,6 +22,7 @@ export {
 } from "./confined-command.ts";
 export { argsFromEnv, argsToEnv, formatHelperArgs, type HelperArgs, parseHelperArgs } from "./helper-args.ts";
 export { dotenvFiles, HOST_SECRET_PATHS } from "./host-secrets.ts";
+export { SYSTEM_CODE_PATHS, systemCodePaths } from "./system-code.ts";
 export { DEFAULT_MIN_ABI, DEVICE_RIGHTS, FS, LIST_RIGHTS, READ_RIGHTS, WRITE_RIGHTS } from "./landlock-abi.ts";
 export { compileRules, type PathGrant, type TreeReader } from "./landlock-rules.ts";
 export { realPathOrSelf } from "./real-path.ts";

@@ -3,10 +3,19 @@
  * spawns a process: a refusal must come before any spawn.
  */
 import { describe, expect, test } from "bun:test";
-import { chmodSync, mkdirSync, symlinkSync } from "node:fs";
+import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
-import { argsFromEnv, type ConfineSpec, type ConfinementProbe, defaultLandlockHelper, planConfinedCommand, probeConfinement } from "../../src/confine/index.ts";
+import {
+  argsFromEnv,
+  type ConfineSpec,
+  type ConfinementProbe,
+  defaultLandlockHelper,
+  planConfinedCommand,
+  probeConfinement,
+  SYSTEM_CODE_PATHS,
+  systemCodePaths,
+} from "../../src/confine/index.ts";
 import { probeName, Sandbox } from "./sandbox-fixture.ts";
 
 const LINUX: ConfinementProbe = { platform: "linux", landlockAbi: 7, bwrapPath: "/usr/bin/bwrap" };
@@ -240,6 +249,32 @@ describe("refused roots (root_invalid, before anything is spawned)", () => {
       const spec = { ...sb.spec(), roots: [{ path, write: true }], cwd: path };
       expect(refusal(() => planConfinedCommand(spec, LINUX, { helper, neverWritable: [sb.root] }))).toEqual({ code: "root_invalid", status: 400 });
     }
+  });
+
+  test("a writable root inside the system's code and config (/usr/local, /etc/default) is refused; read-only there is fine", async () => {
+    await using sb = await layout();
+    for (const path of ["/usr/local", "/etc/default"]) {
+      const spec = { ...sb.spec(), roots: [...sb.spec().roots, { path, write: true }] };
+      expect({ path, r: refusal(() => planConfinedCommand(spec, LINUX, { helper })) }).toEqual({ path, r: { code: "root_invalid", status: 400 } });
+      const readOnly = { ...sb.spec(), roots: [...sb.spec().roots, { path, write: false }] };
+      expect(planConfinedCommand(readOnly, LINUX, { helper }).argv.join(" ")).toContain(`--ro-bind ${path} ${path}`);
+    }
+  });
+
+  test("a writable root at a dot entry of root's home (.ssh, .config) is refused; another dir there is not", async () => {
+    await using sb = await layout();
+    const home = join(sb.root, "home");
+    for (const dir of [".ssh", ".config", "src"]) mkdirSync(join(home, dir), { recursive: true });
+    writeFileSync(join(home, ".bashrc"), "");
+    const systemCode = systemCodePaths(home);
+    expect(systemCode).toEqual(expect.arrayContaining([...SYSTEM_CODE_PATHS, join(home, ".ssh"), join(home, ".config"), join(home, ".bashrc")]));
+    expect(systemCode).not.toContain(join(home, "src"));
+    for (const path of [join(home, ".ssh"), join(home, ".config")]) {
+      const spec = { ...sb.spec(), roots: [...sb.spec().roots, { path, write: true }] };
+      expect({ path, r: refusal(() => planConfinedCommand(spec, LINUX, { helper, systemCode })) }).toEqual({ path, r: { code: "root_invalid", status: 400 } });
+    }
+    const src = { ...sb.spec(), roots: [...sb.spec().roots, { path: join(home, "src"), write: true }] };
+    expect(planConfinedCommand(src, LINUX, { helper, systemCode }).mode).toBe("landlock+bwrap");
   });
 
   test("a root passing through a symlink that leads out and back in", async () => {

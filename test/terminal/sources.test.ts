@@ -273,6 +273,23 @@ describe("create re-checks everything", () => {
     expect(world.hatch.terminal.sessions.count()).toBe(0);
   });
 
+  test("a source inside the system's code (/usr/local) opens read-only but is refused writable, even to its admins", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    const store = world.hatch.terminal.sources;
+    const source = store.add(project.id, { slug: "usr-local", kind: "local", root: "/usr/local" });
+    store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
+    store.addRule(source, { subjectKind: "role", subject: "admin", effect: "allow", perms: "rwx" });
+
+    expect((await createSession(member.client, { sourceSlug: "usr-local", id: "ro" })).status).toBe(201);
+    const refused = await createSession(admin.client, { sourceSlug: "usr-local", id: "rw" });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error).toMatchObject({ code: "root_invalid", message: expect.stringContaining("must never write") });
+    expect(world.hatch.terminal.sessions.count()).toBe(1);
+  });
+
   describe("a source whose root another tab turned into a symlink cannot be opened, wherever the link points", () => {
     const targets: [string, (world: World, project: Project) => string][] = [
       ["another team's source", (world, project) => localSource(world, project, "payroll", { admin: "rwx" }).root],
