@@ -1,7 +1,8 @@
 import { and, eq, gt, lte, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
-import { authSessions } from "../db/index.ts";
+import { authSessions, users } from "../db/index.ts";
 import type { AccessChanges } from "./access-changes.ts";
+import type { VerifiedLogin } from "./users.ts";
 import { randomToken, sha256Hex } from "./ids.ts";
 
 /** The name of the login cookie. */
@@ -42,11 +43,25 @@ export class AuthSessions {
       .prepare();
   }
 
-  /** Start a session; returns the cookie value (shown to the browser once). */
-  async create(userId: string, projectId: string | null): Promise<{ token: string; expiresAt: number }> {
+  /**
+   * Start a session for a verified login; returns the cookie value (shown to
+   * the browser once), or null when the password changed since it was
+   * verified. Verifying takes tens of milliseconds, and a reset (`hatch admin
+   * user password`, another process) may land in them: it ends the sign-ins
+   * it finds, so one made after it from the old password must not appear.
+   * The check and the insert are one statement.
+   */
+  async create(login: VerifiedLogin, projectId: string | null): Promise<{ token: string; expiresAt: number } | null> {
     const token = randomToken(32);
-    const expiresAt = this.now() + this.ttlMs;
-    this.db.insert(authSessions).values({ id: await sha256Hex(token), userId, projectId, createdAt: this.now(), expiresAt }).run();
+    const id = await sha256Hex(token);
+    const now = this.now();
+    const expiresAt = now + this.ttlMs;
+    const whileCurrent = this.db
+      .select({ id: sql`${id}`.as("id"), userId: users.id, projectId: sql`${projectId}`.as("project_id"), createdAt: sql`${now}`.as("created_at"), expiresAt: sql`${expiresAt}`.as("expires_at") })
+      .from(users)
+      .where(and(eq(users.id, login.user.id), eq(users.passwordHash, login.passwordHash)));
+    const made = this.db.insert(authSessions).select(whileCurrent).returning({ id: authSessions.id }).get();
+    if (!made) return null;
     this.#purgeExpired();
     return { token, expiresAt };
   }

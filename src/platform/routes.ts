@@ -51,13 +51,17 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
           set.headers["retry-after"] = String(Math.ceil(wait / 1000));
           throw tooMany("too_many_logins", "Too many failed logins: try again later");
         }
-        const user = await platform.users.verifyLogin(body.email, body.password);
+        const login = await platform.users.verifyLogin(body.email, body.password);
         // One answer for an unknown email and a wrong password.
-        if (!user) throw unauthorized("Wrong email or password");
+        if (!login) throw unauthorized("Wrong email or password");
+        const { user } = login;
+        const first = platform.projects.membershipsOf(user.id)[0];
+        const signedIn = await platform.sessions.create(login, first?.project.id ?? null);
+        // Reset while it was verified: the password given is wrong now.
+        if (!signedIn) throw unauthorized("Wrong email or password");
+        const { token, expiresAt } = signedIn;
         throttle.succeeded(client, body.email);
         await platform.sessions.destroy(sessionToken);
-        const first = platform.projects.membershipsOf(user.id)[0];
-        const { token, expiresAt } = await platform.sessions.create(user.id, first?.project.id ?? null);
         cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions(new Date(expiresAt), request, peer) });
         return { user, project: first?.project ?? null, role: first?.role ?? null };
       },

@@ -12,6 +12,15 @@ export interface User {
   createdAt: number;
 }
 
+/**
+ * A login whose password matched, with the hash it matched: a sign-in is made
+ * from it only while that is still the user's hash (see `AuthSessions.create`).
+ */
+export interface VerifiedLogin {
+  user: User;
+  passwordHash: string;
+}
+
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 /** Short passwords fall to offline guessing even under argon2id. */
 export const MIN_PASSWORD_LENGTH = 8;
@@ -63,14 +72,14 @@ export class Users {
   }
 
   /** The user when email and password match; null otherwise, in the same time either way. */
-  async verifyLogin(email: string, password: string): Promise<User | null> {
+  async verifyLogin(email: string, password: string): Promise<VerifiedLogin | null> {
     const row = this.db.select().from(users).where(eq(users.email, normalizeEmail(email))).get();
     if (!row) {
       this.#decoyHash ??= hashPassword("decoy password for timing");
       await verifyPassword(password, await this.#decoyHash);
       return null;
     }
-    return (await verifyPassword(password, row.passwordHash)) ? publicUser(row) : null;
+    return (await verifyPassword(password, row.passwordHash)) ? { user: publicUser(row), passwordHash: row.passwordHash } : null;
   }
 }
 

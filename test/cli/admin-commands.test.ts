@@ -123,6 +123,21 @@ describe("the hatch CLI", () => {
     expect(audited).toEqual([{ user_id: member.user.id, project_id: null, target: member.user.email, detail: JSON.stringify({ signedOut: 1, via: "cli" }) }]);
   });
 
+  test("a login whose old password was verified just before a reset does not become a sign-in after it", async () => {
+    await using world = await startWorld();
+    const user = await world.user("member");
+    // The login route's two steps, with the CLI's reset (another process, in the real thing) between them.
+    const login = await world.platform.users.verifyLogin(user.email, TEST_PASSWORD);
+    expect(login?.user.id).toBe(user.id);
+    const reset = await hatchCli(world.config.dataDir, ["admin", "user", "password", "--email", user.email, "--password-stdin"], adminCommands, "new pass 12\n");
+    expect(reset.code).toBe(0);
+    expect(await world.platform.sessions.create(login!, null)).toBeNull();
+    expect(world.hatch.sqlite.query("SELECT count(*) AS n FROM auth_sessions WHERE user_id = ?").get(user.id)).toEqual({ n: 0 });
+    // A login verified against the new password signs in.
+    const fresh = await world.platform.users.verifyLogin(user.email, "new pass 12");
+    expect(await world.platform.sessions.create(fresh!, null)).toMatchObject({ token: expect.any(String) });
+  });
+
   describe("member remove", () => {
     test("takes a user out of a project, answering like member add, and is audited as member.remove", async () => {
       await using world = await startWorld();
