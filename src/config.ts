@@ -95,17 +95,24 @@ function positiveInt(env: Record<string, string | undefined>, name: string, fall
 }
 
 /**
- * An IP address, or a host name of RFC 1123 labels. A name whose last label is
- * all digits reads as a mistyped IPv4 address ("999.1.1.1"), so it is refused
- * here rather than failing at listen with an unrelated error.
+ * An IP address (an IPv6 one may come bracketed, as in a URL), or a host name
+ * of RFC 1123 labels, returned as the listener and `localUrl` need it. A name
+ * whose last label is all digits reads as a mistyped IPv4 address
+ * ("999.1.1.1"), so it is refused here rather than failing at listen with an
+ * unrelated error. `_` is allowed (Docker Compose names services with it, and
+ * the resolver takes it); a fully qualified name's trailing dot is dropped,
+ * since Bun's listen refuses it.
  */
 function listenHost(raw: string): string {
+  const unbracketed = /^\[(.*)\]$/.exec(raw)?.[1];
+  if (unbracketed !== undefined && isIP(unbracketed) === 6) return unbracketed;
   if (isIP(raw) !== 0) return raw;
-  const labels = raw.split(".");
+  const name = raw.endsWith(".") ? raw.slice(0, -1) : raw;
+  const labels = name.split(".");
   const isName =
-    raw.length <= 253 && labels.every((label) => /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$/.test(label)) && !/^\d+$/.test(labels.at(-1)!);
+    name.length <= 253 && labels.every((label) => /^[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/.test(label)) && !/^\d+$/.test(labels.at(-1)!);
   if (!isName) throw new ConfigError(`Cannot use HATCH_HOST="${raw}": expected an IP address or a host name to listen on`);
-  return raw;
+  return name;
 }
 
 function oneOf<T extends string>(env: Record<string, string | undefined>, name: string, allowed: readonly T[], fallback: T): T {

@@ -36,10 +36,14 @@ describe("configuration", () => {
       expect(() => loadConfig({ HATCH_TRUSTED_PROXIES: `10.0.0.2, ${raw}` })).toThrow(`HATCH_TRUSTED_PROXIES entry "${raw}"`);
     }
     // An address or a name to listen on: anything else failed later as "getaddrinfo ENOTFOUND" or a bare EEXIST.
-    for (const raw of ["0.0.0.0", "::", "::1", "fd00::5", "10.0.0.5", "localhost", "hatch-1.internal", "xn--bcher-kva.example"]) {
+    for (const raw of ["0.0.0.0", "::", "::1", "fd00::5", "10.0.0.5", "localhost", "hatch-1.internal", "xn--bcher-kva.example", "my_service", "web_1.compose_net"]) {
       expect(loadConfig({ HATCH_HOST: raw }).host).toBe(raw);
     }
-    for (const raw of ["not a host", "http://0.0.0.0", "999.1.1.1", "10.0.0.5:8080", "[::1]", "-lead.example", "a..b", "host_name", `${"a".repeat(64)}.example`]) {
+    // As written in a URL, or fully qualified: the listener gets the address or name itself.
+    expect(loadConfig({ HATCH_HOST: "[::1]" }).host).toBe("::1");
+    expect(loadConfig({ HATCH_HOST: "[fd00::5]" }).host).toBe("fd00::5");
+    expect(loadConfig({ HATCH_HOST: "hatch.example.com." }).host).toBe("hatch.example.com");
+    for (const raw of ["not a host", "http://0.0.0.0", "999.1.1.1", "10.0.0.5:8080", "[10.0.0.5]", "[::1]:3100", "[::1", "-lead.example", "a..b", "host..", ".", "host name", `${"a".repeat(64)}.example`]) {
       expect(() => loadConfig({ HATCH_HOST: raw })).toThrow(`Cannot use HATCH_HOST="${raw}": expected an IP address or a host name`);
     }
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).toThrow("at least 32 characters");
