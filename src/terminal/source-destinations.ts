@@ -34,6 +34,8 @@ export interface SourceDestinationsOptions {
   osMounts: string[];
   /** Never readable from a confined session (the data dir: database and key). */
   protectedPaths: string[];
+  /** Never writable from a confined session: hatch's own install and the system's code (`systemCodePaths()`). */
+  neverWritable: readonly string[];
   inContainer: boolean;
   /** The confinement source tabs get here, or null with the reason it is unavailable. */
   confinement(): { mode: string | null; reason?: string };
@@ -113,7 +115,7 @@ export class SourceDestinations implements DestinationResolver {
     const cwd = resolveCwd(root, requestedCwd, sourceSlug);
     const unconfined = can(caller, FEATURES.execUnconfined);
     const confine = unconfined ? null : this.#confineRequest(policy, root);
-    const problem = confine === null ? null : protectedProblem(confine, root);
+    const problem = confine === null ? null : closedPathProblem(confine, root, this.options.neverWritable);
     if (problem !== null) throw rootInvalid(`Cannot open "${sourceSlug}": ${problem}`, { source: sourceSlug });
     const authority = authorityOf(policy, source.slug, root, unconfined);
     return {
@@ -185,9 +187,9 @@ export class SourceDestinations implements DestinationResolver {
     return null;
   }
 
-  /** Why the confined tab cannot open though the policy allows it (see `protectedProblem`); null for a bare spawn. */
+  /** Why the confined tab cannot open though the policy allows it (see `closedPathProblem`); null for a bare spawn. */
   #confinedProblem(caller: ProjectCaller, policy: CallerPolicy, root: string): string | null {
-    return can(caller, FEATURES.execUnconfined) ? null : protectedProblem(this.#confineRequest(policy, root), root);
+    return can(caller, FEATURES.execUnconfined) ? null : closedPathProblem(this.#confineRequest(policy, root), root, this.options.neverWritable);
   }
 
   /**
@@ -222,16 +224,25 @@ interface CallerPolicy {
 /**
  * Why a confined tab cannot open though its policy allows it: a path it would
  * be granted lies inside one hatch never lets a tab read (the data dir, a .env
- * file), which no policy re-opens. The planner refuses such a root
- * (`root_invalid`); the listing says so first, so a tab listed as selectable
- * never fails on create for it.
+ * file), which no policy re-opens, or one it would be granted write lies inside
+ * one no tab may write (hatch's own install, the system's code). The planner
+ * refuses such a root (`root_invalid`); the listing says so first, so a tab
+ * listed as selectable never fails on create for it.
  */
-function protectedProblem(request: ConfineRequest, root: string): string | null {
+function closedPathProblem(request: ConfineRequest, root: string, neverWritable: readonly string[]): string | null {
+  const where = (path: string) => (path === root ? "the source's root" : `"${relative(root, path)}"`);
   const closed = request.deny.map(realPathOrSelf);
-  const inside = request.roots.find((r) => closed.some((path) => isInside(realPathOrSelf(r.path), path)));
-  if (inside === undefined) return null;
-  const where = inside.path === root ? "The source's root lies" : `Your policy opens "${relative(root, inside.path)}", which lies`;
-  return `${where} inside a path hatch never lets a tab read (its data dir or a .env file)`;
+  const unreadable = request.roots.find((r) => closed.some((path) => isInside(realPathOrSelf(r.path), path)));
+  if (unreadable !== undefined) {
+    const opened = unreadable.path === root ? "The source's root lies" : `Your policy opens ${where(unreadable.path)}, which lies`;
+    return `${opened} inside a path hatch never lets a tab read (its data dir or a .env file)`;
+  }
+  const unwritable = neverWritable.map(realPathOrSelf);
+  for (const r of request.roots.filter((r) => r.write)) {
+    const inside = unwritable.find((path) => isInside(realPathOrSelf(r.path), path));
+    if (inside !== undefined) return `Your policy lets you write ${where(r.path)}, which lies inside ${inside}: no tab may write hatch's own code or the system's`;
+  }
+  return null;
 }
 
 /** The policy path of a path's parent directory ("" for the source root). */

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import type { ConfinementProbe } from "../confine/index.ts";
+import { type ConfinementProbe, systemCodePaths } from "../confine/index.ts";
 import type { Platform } from "../platform/index.ts";
 import { ParserThread } from "../screen/index.ts";
 import {
@@ -108,6 +108,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
     store,
     osMounts: options.osMounts,
     protectedPaths: options.protectedPaths,
+    neverWritable: [options.installDir, ...systemCodePaths()],
     inContainer: options.inContainer,
     confinement: () => confinement.status(),
     now: options.now,

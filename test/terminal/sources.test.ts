@@ -283,11 +283,21 @@ describe("create re-checks everything", () => {
     store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
     store.addRule(source, { subjectKind: "role", subject: "admin", effect: "allow", perms: "rwx" });
 
+    const tab = async (person: typeof member) => (await person.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "usr-local");
+    expect(await tab(member)).toMatchObject({ selectable: true, readOnly: true });
     expect((await createSession(member.client, { sourceSlug: "usr-local", id: "ro" })).status).toBe(201);
+    // The listing says so before a create can fail.
+    const reason = "Your policy lets you write the source's root, which lies inside /usr: no tab may write hatch's own code or the system's";
+    expect(await tab(admin)).toMatchObject({ selectable: false, reason });
     const refused = await createSession(admin.client, { sourceSlug: "usr-local", id: "rw" });
     expect(refused.status).toBe(400);
-    expect(refused.body.error).toMatchObject({ code: "root_invalid", message: expect.stringContaining("must never write") });
+    expect(refused.body.error).toMatchObject({ code: "root_invalid", message: `Cannot open "usr-local": ${reason}` });
     expect(world.hatch.terminal.sessions.count()).toBe(1);
+
+    // A writable rule below a read-only root is named by its path.
+    roleRules(world, source, "member", "allow rwx on share");
+    expect(await tab(member)).toMatchObject({ selectable: false, reason: expect.stringContaining(`Your policy lets you write "share", which lies inside /usr:`) });
+    expect((await createSession(member.client, { sourceSlug: "usr-local", id: "share" })).body.error.code).toBe("root_invalid");
   });
 
   describe("a source whose root another tab turned into a symlink cannot be opened, wherever the link points", () => {
