@@ -162,7 +162,10 @@ export class SourceDestinations implements DestinationResolver {
   }
 
   #seeded(source: Source): Source {
-    return seedDefaultsOnFirstAttach(this.options.store, source, this.options.osMounts, this.options.now());
+    if (source.seededAt !== null) return source; // the common case, without the realpath calls below
+    // Roots are stored as real paths, so a mount configured through a symlink is compared by its target.
+    const mounts = this.options.osMounts.map(realPathOrSelf);
+    return seedDefaultsOnFirstAttach(this.options.store, source, mounts, this.options.now());
   }
 
   /** The caller's policy on a source, its rules read once. A source tab carries no agent context. */

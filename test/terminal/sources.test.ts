@@ -105,6 +105,26 @@ describe("GET /terminal/sources", () => {
     world.hatch.terminal.sources.add(project.id, { slug: "dotted", kind: "local", root: join(mount, "..data") });
     expect((await owner.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "dotted")).toMatchObject({ selectable: true, readOnly: false });
   });
+
+  test("an OS mount configured through a symlink (/data -> /mnt/data) still seeds the sources below its real path", async () => {
+    const mount = mkdtempSync(join(tmpdir(), "hatch-mount-"));
+    const link = `${mount}-link`;
+    symlinkSync(mount, link);
+    await using world = await startWorld({ HATCH_OS_MOUNTS: link });
+    world.onDispose(() => rmSync(mount, { recursive: true, force: true }));
+    world.onDispose(() => rmSync(link, { force: true }));
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    mkdirSync(join(mount, "docs"));
+    // A source's root is stored as its real path (one reached through a symlink is refused), so only that can match.
+    const source = world.hatch.terminal.sources.add(project.id, { slug: "docs", kind: "local", root: join(mount, "docs") });
+    expect((await owner.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "docs")).toMatchObject({ selectable: true, readOnly: false });
+    expect(world.hatch.terminal.sources.rules(source.id).map((r) => [r.subject, r.perms, r.seeded])).toEqual([
+      ["owner", "rwx", true],
+      ["admin", "rwx", true],
+      ["member", "r", true],
+    ]);
+  });
 });
 
 describe("create re-checks everything", () => {
