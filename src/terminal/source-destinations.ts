@@ -73,9 +73,10 @@ export class SourceDestinations implements DestinationResolver {
       const policy = this.#policy(caller, source);
       if (!policy.visible) continue;
       const root = realRoot(source);
-      // A reachable root is all #unselectableReason needs to find nothing.
-      const reason = this.#unselectableReason(caller, source, policy.at("")) ?? this.#confinedProblem(caller, policy, root!);
       const unconfined = can(caller, FEATURES.execUnconfined);
+      const confine = root === null || unconfined ? null : this.#confineRequest(policy, root);
+      // A reachable root is all #unselectableReason needs to find nothing.
+      const reason = this.#unselectableReason(caller, source, policy.at("")) ?? (confine && closedPathProblem(confine, root!, this.options.neverWritable));
       entries.push({
         slug: source.slug,
         label: source.label,
@@ -85,7 +86,7 @@ export class SourceDestinations implements DestinationResolver {
         cwd: root,
         hostCwd: root,
         // A bare spawn writes whatever the service's user may: the policy's RO badge would not be true of it.
-        readOnly: !unconfined && !policy.paths.some((path) => policy.at(path).write),
+        readOnly: !unconfined && !writesAnywhere(confine),
         confinement: unconfined ? "none" : (this.options.confinement().mode ?? "unavailable"),
       });
     }
@@ -121,7 +122,7 @@ export class SourceDestinations implements DestinationResolver {
     return {
       sourceSlug,
       cwd,
-      readOnly: !unconfined && !Object.values(authority.paths).some((p) => p.includes("w")),
+      readOnly: !unconfined && !writesAnywhere(confine),
       confine,
       authority: JSON.stringify(authority),
     };
@@ -190,11 +191,6 @@ export class SourceDestinations implements DestinationResolver {
     return null;
   }
 
-  /** Why the confined tab cannot open though the policy allows it (see `closedPathProblem`); null for a bare spawn. */
-  #confinedProblem(caller: ProjectCaller, policy: CallerPolicy, root: string): string | null {
-    return can(caller, FEATURES.execUnconfined) ? null : closedPathProblem(this.#confineRequest(policy, root), root, this.options.neverWritable);
-  }
-
   /**
    * The caller's policy path by path, in depth order: a path allowed again
    * below one it denies becomes a root inside that policy deny, which
@@ -246,6 +242,15 @@ function closedPathProblem(request: ConfineRequest, root: string, neverWritable:
     if (inside !== undefined) return `Your policy lets you write ${where(r.path)}, which lies inside ${inside}: no tab may write hatch's own code or the system's`;
   }
   return null;
+}
+
+/**
+ * Whether a confined tab can write anywhere: only through a root it is granted.
+ * A writable rule on a path that does not exist yet is no root (nor can it be
+ * created, under a parent that is not writable), so it does not count.
+ */
+function writesAnywhere(confine: ConfineRequest | null): boolean {
+  return confine !== null && confine.roots.some((root) => root.write);
 }
 
 /** The policy path of a path's parent directory ("" for the source root). */

@@ -213,6 +213,24 @@ describe("create re-checks everything", () => {
     expect(existsSync(join(ro.root, "z"))).toBe(false);
   });
 
+  test("a writable rule on a path that does not exist yet leaves the tab read-only (RO badge) until the path exists", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "later", { member: "rx" });
+    roleRules(world, source, "member", "allow rwx on drafts");
+    const tab = async () => (await member.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "later");
+    expect(await tab()).toMatchObject({ selectable: true, readOnly: true });
+    expect((await createSession(member.client, { sourceSlug: "later", id: "before" })).body.readOnly).toBe(true);
+    // And it is: the tab can create nothing, drafts included.
+    const probe = await member.client.post(`${TERMINAL}/sessions/before/exec`, { command: "mkdir drafts 2>/dev/null || echo denied" });
+    expect(probe.body.output).toBe("denied\n");
+
+    mkdirSync(join(source.root, "drafts"));
+    expect(await tab()).toMatchObject({ selectable: true, readOnly: false });
+    expect((await createSession(member.client, { sourceSlug: "later", id: "after" })).body.readOnly).toBe(false);
+  });
+
   test("a source whose rules differ by path is confined path by path; its tab is read-only only when nothing is writable", async () => {
     await using world = await startWorld();
     const project = await world.project();
