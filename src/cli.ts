@@ -1,9 +1,9 @@
 #!/usr/bin/env bun
-/** The `hatch` CLI: `serve`, the admin commands (sources included) and the workflow commands. */
-import { adminCommands, runCli, sourceCommands, workflowCommands } from "./cli/index.ts";
+/** The `hatch` CLI: `serve`, the admin commands (sources and the audit log included) and the workflow commands. */
+import { adminCommands, auditCommands, runCli, sourceCommands, workflowCommands } from "./cli/index.ts";
 import { startHatch } from "./main.ts";
 
-const commands = [...adminCommands, ...sourceCommands, ...workflowCommands];
+const commands = [...adminCommands, ...auditCommands, ...sourceCommands, ...workflowCommands];
 
 const code = await runCli(process.argv.slice(2), commands, {
   stdin: () => Bun.stdin.text(),

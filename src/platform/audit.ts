@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, lte, type SQL } from "drizzle-orm";
+import { and, desc, eq, gte, isNull, lte, type SQL } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { auditLog } from "../db/index.ts";
 
@@ -21,7 +21,8 @@ export interface AuditEntry extends Required<Omit<AuditEntryInput, "detail">> {
 
 /** Filters for reading the log. */
 export interface AuditQuery {
-  projectId: string;
+  /** One project's entries; null for those of no project (a user's password, server-wide settings); absent for all. */
+  projectId?: string | null;
   action?: string;
   since?: number;
   until?: number;
@@ -56,7 +57,8 @@ export class Audit {
 
   /** Newest first, filtered by action and time. */
   query(q: AuditQuery): AuditEntry[] {
-    const where: SQL[] = [eq(auditLog.projectId, q.projectId)];
+    const where: SQL[] = [];
+    if (q.projectId !== undefined) where.push(q.projectId === null ? isNull(auditLog.projectId) : eq(auditLog.projectId, q.projectId));
     if (q.action) where.push(eq(auditLog.action, q.action));
     if (q.since !== undefined) where.push(gte(auditLog.at, q.since));
     if (q.until !== undefined) where.push(lte(auditLog.at, q.until));

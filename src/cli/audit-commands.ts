@@ -1,0 +1,60 @@
+import { MAX_AUDIT_PAGE, type AuditEntry, type Platform } from "../platform/index.ts";
+import { UsageError, type Command } from "./command.ts";
+
+/** Entries `admin audit` shows unless --limit says otherwise. */
+const DEFAULT_ENTRIES_SHOWN = 50;
+
+/** An audit entry with the names behind its ids, for a reader at the console. */
+interface NamedAuditEntry extends AuditEntry {
+  userEmail: string | null;
+  projectSlug: string | null;
+}
+
+/**
+ * `hatch admin audit`: the operator's read of the audit log. `/api/audit`
+ * shows a project's owners and admins their own project's entries; the entries
+ * of no project (a user's password set, a server-wide setting changed) are
+ * read here.
+ */
+export const auditCommands: Command[] = [
+  {
+    path: ["admin", "audit"],
+    summary: "Show the audit log, newest first: all of it, one project's, or the server-wide entries",
+    options: {
+      project: { type: "string", description: "only this project's entries (its slug)" },
+      server: { type: "boolean", description: "only entries of no project: passwords set, server-wide settings" },
+      action: { type: "string", description: "only this action, e.g. user.password or workflow.take_over" },
+      since: { type: "string", description: "only entries at or after this time (ISO 8601, e.g. 2026-11-24 or 2026-11-24T09:30Z)" },
+      limit: { type: "string", description: `how many (default ${DEFAULT_ENTRIES_SHOWN}, at most ${MAX_AUDIT_PAGE})` },
+    },
+    run: async (ctx, v) => {
+      if (v.project !== undefined && v.server === true) throw new UsageError("give at most one of --project, --server");
+      const limit = v.limit === undefined ? DEFAULT_ENTRIES_SHOWN : Number(v.limit);
+      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_PAGE) throw new UsageError(`--limit must be 1 to ${MAX_AUDIT_PAGE}`);
+      const since = v.since === undefined ? undefined : Date.parse(String(v.since));
+      if (since !== undefined && Number.isNaN(since)) throw new UsageError(`--since must be an ISO 8601 time, not "${v.since}"`);
+      const platform = await ctx.platform();
+      const projectId = v.server === true ? null : typeof v.project === "string" ? platform.projects.requireBySlug(v.project).id : undefined;
+      const action = typeof v.action === "string" ? v.action : undefined;
+      return platform.audit.query({ projectId, action, since, limit }).map((entry) => named(platform, entry));
+    },
+    human: (r) => (r as NamedAuditEntry[]).map(entryLine).join("\n") || "(no entries)",
+  },
+];
+
+function named(platform: Platform, entry: AuditEntry): NamedAuditEntry {
+  const userEmail = entry.userId === null ? null : (platform.users.get(entry.userId)?.email ?? null);
+  const projectSlug = entry.projectId === null ? null : (platform.projects.get(entry.projectId)?.slug ?? null);
+  return { ...entry, userEmail, projectSlug };
+}
+
+/** `2026-11-24T09:30:00.000Z  user.password  server-wide  user member@example.com  target member@example.com  {"signedOut":1,"via":"cli"}` */
+function entryLine(e: NamedAuditEntry): string {
+  const parts = [new Date(e.at).toISOString(), e.action, e.projectSlug ?? e.projectId ?? "server-wide"];
+  // The entry's user: who acted, or for user.password whose password was set.
+  if (e.userId !== null) parts.push(`user ${e.userEmail ?? e.userId}`);
+  if (e.agentId !== null) parts.push(`agent ${e.agentId}`);
+  if (e.target !== null) parts.push(`target ${e.target}`);
+  if (e.detail !== null) parts.push(JSON.stringify(e.detail));
+  return parts.join("  ");
+}

@@ -1,0 +1,78 @@
+import { describe, expect, test } from "bun:test";
+import { auditCommands } from "../../src/cli/index.ts";
+import { hatchCli, hatchCliProcess } from "../helpers/cli.ts";
+import { startWorld, type World } from "../helpers/world.ts";
+
+/** `hatch admin audit …` in-process against the world's data dir. */
+const audit = (world: World, ...argv: string[]) => hatchCli(world.config.dataDir, ["admin", "audit", ...argv], auditCommands);
+
+/** A project whose admin changed a setting over HTTP, and a member whose password the operator set (an entry of no project). */
+async function auditedWorld() {
+  const world = await startWorld();
+  const project = await world.project();
+  const admin = await world.signedIn(project, "admin");
+  const member = await world.signedIn(project, "member");
+  expect((await admin.client.put("/api/settings/terminalMaxSessions", { value: 3 })).status).toBe(200);
+  const reset = await hatchCli(world.config.dataDir, ["admin", "user", "password", "--email", member.user.email, "--password-stdin"], undefined, "new pass 12\n");
+  expect(reset.code).toBe(0);
+  return { world, project, admin, member };
+}
+
+describe("hatch admin audit", () => {
+  test("shows every entry newest first, with the user's email and the project's slug beside their ids", async () => {
+    const { world, project, admin, member } = await auditedWorld();
+    await using _ = world;
+    const all = await audit(world, "--json");
+    expect(all.code).toBe(0);
+    const entries = all.json<any[]>();
+    expect(entries.map((e) => e.action)).toEqual(["user.password", "settings.update"]);
+    expect(entries[0]).toMatchObject({ userId: member.user.id, userEmail: member.user.email, projectId: null, projectSlug: null, target: member.user.email });
+    expect(entries[1]).toMatchObject({ userId: admin.user.id, userEmail: admin.user.email, projectId: project.id, projectSlug: project.slug, target: "terminalMaxSessions", detail: { value: 3 } });
+
+    const human = await audit(world);
+    expect(human.out.trimEnd().split("\n")).toEqual([
+      expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  user\\.password  server-wide  user ${member.user.email}  target ${member.user.email}  \\{"signedOut":1,"via":"cli"\\}$`)),
+      expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  settings\\.update  ${project.slug}  user ${admin.user.email}  target terminalMaxSessions  \\{"value":3\\}$`)),
+    ]);
+  });
+
+  test("filters: --server for entries of no project (which /api/audit never shows), --project, --action, --since, --limit", async () => {
+    const { world, project, admin } = await auditedWorld();
+    await using _ = world;
+    const actions = async (...argv: string[]) => (await audit(world, "--json", ...argv)).json<any[]>().map((e) => e.action);
+    expect(await actions("--server")).toEqual(["user.password"]);
+    expect(await actions("--project", project.slug)).toEqual(["settings.update"]);
+    expect((await admin.client.get("/api/audit")).body.entries.map((e: any) => e.action)).toEqual(["settings.update"]);
+    expect(await actions("--action", "user.password")).toEqual(["user.password"]);
+    expect(await actions("--limit", "1")).toEqual(["user.password"]);
+    expect(await actions("--since", "2000-01-01")).toEqual(["user.password", "settings.update"]);
+    expect(await actions("--since", new Date(Date.now() + 60_000).toISOString())).toEqual([]);
+    expect((await audit(world, "--since", new Date(Date.now() + 60_000).toISOString())).out).toBe("(no entries)\n");
+  });
+
+  test("bad arguments are usage errors (exit 2); an unknown project is project_not_found (exit 1)", async () => {
+    await using world = await startWorld();
+    const usage: [string[], string][] = [
+      [["--project", "p", "--server"], "give at most one of --project, --server"],
+      [["--limit", "0"], "--limit must be 1 to 1000"],
+      [["--limit", "1001"], "--limit must be 1 to 1000"],
+      [["--limit", "ten"], "--limit must be 1 to 1000"],
+      [["--since", "yesterday"], '--since must be an ISO 8601 time, not "yesterday"'],
+    ];
+    for (const [argv, message] of usage) {
+      const refused = await audit(world, ...argv);
+      expect({ argv, code: refused.code, out: refused.out }).toEqual({ argv, code: 2, out: "" });
+      expect(refused.err).toStartWith(`hatch: ${message}\n`);
+    }
+    const unknown = await audit(world, "--project", "nope", "--json");
+    expect({ code: unknown.code, error: JSON.parse(unknown.err).error.code }).toEqual({ code: 1, error: "project_not_found" });
+  });
+
+  test("is a command of the real hatch executable", async () => {
+    const { world, member } = await auditedWorld();
+    await using _ = world;
+    const run = await hatchCliProcess(world.config.dataDir, ["admin", "audit", "--server", "--json"]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.out)).toEqual([expect.objectContaining({ action: "user.password", userEmail: member.user.email })]);
+  });
+});
