@@ -60,6 +60,23 @@ export function isSensitiveEnvName(name: string): boolean {
   return SENSITIVE_ENV_PATTERNS.some((pattern) => pattern.test(upper));
 }
 
+/**
+ * Names that make the shell (or the loader, under it) run code taken from the
+ * environment as the session starts, before a line is typed, so past input
+ * screening: bash's PROMPT_COMMAND and prompts (PS0-PS4 expand `$(…)`), the
+ * startup files BASH_ENV and ENV, exported functions, SHELLOPTS and BASHOPTS
+ * (xtrace prints PS4), zsh's ZDOTDIR and prompts, and LD_PRELOAD and the rest
+ * of the loader's variables. A create body may never set them.
+ */
+const START_CODE_ENV = /^(PROMPT_COMMAND|PS[0-4]|PROMPT[2-4]?|RPROMPT2?|RPS[12]|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|ZDOTDIR|BASH_FUNC_.+|LD_.+)$/;
+
+/**
+ * What a caller who may not type (no core.execute) may still set: how their
+ * own terminal looks and reads. Anything else could steer the shell they
+ * cannot drive.
+ */
+const TERMINAL_DESCRIPTION_ENV = /^(TERM|COLORTERM|TERM_PROGRAM|TERM_PROGRAM_VERSION|LANG|LANGUAGE|LC_[A-Z]+|TZ)$/;
+
 /** Variables pointing at the session's private scratch directory; the caller cannot move them. */
 export const SCRATCH_ENV_NAMES = ["TMPDIR", "TMP", "TEMP", "CLAUDE_CODE_TMPDIR"] as const;
 
@@ -72,8 +89,10 @@ export const DEFAULT_COLORTERM = "truecolor";
 export interface SessionEnvOptions {
   /** The server's environment, usually what `src/config.ts` was given. */
   base: Record<string, string | undefined>;
-  /** The create body's `env`: may add variables, never a sensitive or server-owned one. */
+  /** The create body's `env`: may add variables, never a sensitive or server-owned one, nor one that runs code at start. */
   extra?: Record<string, string>;
+  /** Whether the caller may type in the session (core.execute); without it `extra` may only describe their terminal. */
+  callerMayType?: boolean;
   /** Absolute path of the session's scratch directory. */
   scratch: string;
   /** Overrides `DEFAULT_TERM`. */
@@ -89,7 +108,9 @@ export interface SessionEnv {
 
 /**
  * Build a PTY's environment. Sensitive names are stripped from `base` and
- * refused from `extra`, so a create body cannot put back what was stripped.
+ * refused from `extra`, so a create body cannot put back what was stripped;
+ * `extra` is refused names that run code at start, and for a caller who may
+ * not type, all but the names that describe their terminal.
  * The scratch variables always point at `scratch`. `TERM` and `COLORTERM`
  * default to what the emulators speak; `extra` may change them, since they
  * only describe the user's own terminal.
@@ -112,7 +133,9 @@ export function buildSessionEnv(options: SessionEnvOptions): SessionEnv {
       typeof value !== "string" ||
       value.includes("\0") ||
       isSensitiveEnvName(name) ||
-      isScratchName(name);
+      isScratchName(name) ||
+      START_CODE_ENV.test(name) ||
+      (options.callerMayType !== true && !TERMINAL_DESCRIPTION_ENV.test(name));
     if (refused) dropped.push(name);
     else env[name] = value;
   }

@@ -108,7 +108,8 @@ export class TerminalService {
         cwd: destination.cwd,
         // Interactive (stdin is the PTY), not a login shell: the same rc files an editor's terminal reads.
         argv: [shell],
-        env: buildSessionEnv({ base: this.options.baseEnv, extra: body.env ?? {}, scratch }).env,
+        // Choosing a shell's environment can drive it: a caller who may not type only describes their terminal.
+        env: buildSessionEnv({ base: this.options.baseEnv, extra: body.env ?? {}, callerMayType: can(caller, FEATURES.coreExecute), scratch }).env,
         scratch,
         confine: destination.confine,
       }),

@@ -62,10 +62,28 @@ describe("buildSessionEnv", () => {
       base,
       scratch: "/s",
       extra: { EDITOR: "vim", LANG: "de_DE.UTF-8", GITHUB_TOKEN: "mine", hatch_secret_key: "x", OPENAI_API_KEY: "sk-1" },
+      callerMayType: true,
     });
     expect(env).toMatchObject({ EDITOR: "vim", LANG: "de_DE.UTF-8" });
     expect(Object.keys(env).filter(isSensitiveEnvName)).toEqual([]);
     expect(dropped).toEqual(["GITHUB_TOKEN", "hatch_secret_key", "OPENAI_API_KEY"]);
+  });
+
+  test("extra never sets what makes the shell or the loader run code at start, even for a caller who types", () => {
+    const startCode = ["PROMPT_COMMAND", "PS0", "PS1", "PS4", "PROMPT", "RPROMPT", "RPS1", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "BASH_FUNC_ls%%", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"];
+    const extra = Object.fromEntries([...startCode, "EDITOR", "PS5", "ENVIRONMENT", "OLD_PWD"].map((name) => [name, "x"]));
+    const { env, dropped } = buildSessionEnv({ base: {}, scratch: "/s", extra, callerMayType: true });
+    expect(dropped).toEqual(startCode);
+    expect(env).toMatchObject({ EDITOR: "x", PS5: "x", ENVIRONMENT: "x", OLD_PWD: "x" });
+  });
+
+  test("a caller who may not type sets only what describes their terminal (TERM, locale, time zone)", () => {
+    const described = { TERM: "xterm", COLORTERM: "24bit", TERM_PROGRAM: "hatch", TERM_PROGRAM_VERSION: "1", LANG: "de_DE.UTF-8", LANGUAGE: "de", LC_ALL: "C.UTF-8", LC_TIME: "C", TZ: "UTC" };
+    for (const callerMayType of [false, undefined]) {
+      const { env, dropped } = buildSessionEnv({ base: { PATH: "/usr/bin" }, scratch: "/s", extra: { ...described, EDITOR: "vim", PATH: "/tmp/evil", HOME: "/tmp" }, callerMayType });
+      expect(env).toMatchObject({ ...described, PATH: "/usr/bin" });
+      expect(dropped).toEqual(["EDITOR", "PATH", "HOME"]);
+    }
   });
 
   test("extra cannot move the scratch variables, in any spelling", () => {

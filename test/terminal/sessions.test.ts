@@ -204,6 +204,36 @@ describe("terminal sessions over HTTP", () => {
     for (const name of ["TMPDIR", "TMP", "TEMP", "CLAUDE_CODE_TMPDIR"]) expect(env).toMatch(new RegExp(`^${name}=${world.config.dataDir}/scratch/`, "m"));
   });
 
+  test("a caller who may not type (an admin: no core.execute) cannot run a command through the create body's env", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    const marker = join(world.tempDir("ran"), "ran-by-admin");
+    // bash runs PROMPT_COMMAND before its first prompt: no keystroke, no exec (403 for the admin), no screening.
+    const env = { PROMPT_COMMAND: `touch ${marker}`, BASH_ENV: `/nonexistent`, EDITOR: "vim", LANG: "C.UTF-8", LC_ALL: "C.UTF-8" };
+    expect((await createSession(admin.client, { sourceSlug: "container-root", id: "a", env, shell: "/bin/bash" })).status).toBe(201);
+    expect((await admin.client.post(`${TERMINAL}/sessions/a/exec`, { command: `touch ${marker}` })).status).toBe(403);
+    await waitFor(async () => (await admin.client.get(`${TERMINAL}/sessions/a/read`)).body.lines?.some((line: string) => line.trim() !== ""), "the shell's first prompt");
+    expect(existsSync(marker)).toBe(false);
+    // What the shell got, seen from outside: only the names that describe the admin's terminal.
+    const shell = world.hatch.terminal.sessions.get({ userId: admin.user.id, projectId: project.id, agentId: null, id: "a" });
+    const shellEnv = readFileSync(`/proc/${shell.pid}/environ`, "utf8").split("\0");
+    expect(shellEnv).toEqual(expect.arrayContaining(["LANG=C.UTF-8", "LC_ALL=C.UTF-8"]));
+    expect(shellEnv.filter((kv) => /^(PROMPT_COMMAND|BASH_ENV|EDITOR)=/.test(kv))).toEqual([]);
+  });
+
+  test("a caller who types still cannot set what runs code before the first line (PROMPT_COMMAND, PS1, BASH_ENV, LD_PRELOAD)", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    const marker = join(world.tempDir("ran"), "ran-at-start");
+    const env = { PROMPT_COMMAND: `touch ${marker}`, PS1: `$(touch ${marker})> `, BASH_ENV: "/nonexistent", LD_PRELOAD: "/nonexistent.so", EDITOR: "vim" };
+    expect((await createSession(owner.client, { sourceSlug: "container-root", id: "m", env, shell: "/bin/bash" })).status).toBe(201);
+    const seen = await owner.client.post(`${TERMINAL}/sessions/m/exec`, { command: 'echo "${PROMPT_COMMAND-unset} ${PS1-unset} ${BASH_ENV-unset} ${LD_PRELOAD-unset} $EDITOR"' });
+    expect(seen.body.output).toBe("unset unset unset unset vim\n");
+    await waitFor(async () => (await owner.client.get(`${TERMINAL}/sessions/m/read`)).body.lines?.some((line: string) => line.trim() !== ""), "the shell's first prompt");
+    expect(existsSync(marker)).toBe(false);
+  });
+
   test("resize updates the PTY at once", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
