@@ -1,4 +1,4 @@
-import { badRequest, can, FEATURES, forbidden, requireFeature, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { badRequest, can, FEATURES, forbidden, HatchError, requireFeature, type Platform, type ProjectCaller } from "../platform/index.ts";
 import {
   buildSessionEnv,
   execInSession,
@@ -170,17 +170,26 @@ export class TerminalService {
     const { projectId } = session.key;
     const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds", projectId)) * 1000;
     const outputCapBytes = settings.get("terminalExecOutputCapBytes", projectId);
-    const result = await session.runExec((signal) =>
-      execInSession(session.launch, { command, timeoutMs, outputCapBytes, shell: session.launch.argv[0]!, signal }, this.options.commands),
-    );
-    this.options.platform.audit.write({
-      action: "terminal.exec",
-      userId: caller.user.id,
-      projectId: caller.project.id,
-      agentId: session.key.agentId,
-      target: session.id,
-      detail: { sessionUserId: session.key.userId, exitCode: result.exitCode, timedOut: result.timedOut, commandBytes: command.length },
-    });
+    const audit = (outcome: Record<string, unknown>) =>
+      this.options.platform.audit.write({
+        action: "terminal.exec",
+        userId: caller.user.id,
+        projectId: caller.project.id,
+        agentId: session.key.agentId,
+        target: session.id,
+        detail: { sessionUserId: session.key.userId, ...outcome, commandBytes: new TextEncoder().encode(command).length },
+      });
+    let result: ExecResult;
+    try {
+      result = await session.runExec((signal) =>
+        execInSession(session.launch, { command, timeoutMs, outputCapBytes, shell: session.launch.argv[0]!, signal }, this.options.commands),
+      );
+    } catch (error) {
+      // It may have run for most of its timeout before its session ended: who ran it, where, is recorded whatever stopped it.
+      audit({ error: error instanceof HatchError ? error.code : "exec_failed" });
+      throw error;
+    }
+    audit({ exitCode: result.exitCode, timedOut: result.timedOut });
     return result;
   }
 

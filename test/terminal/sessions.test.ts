@@ -289,6 +289,33 @@ describe("exec", () => {
     expect(noisy.body.output).not.toContain("\x1b");
   });
 
+  test("each exec is audited as terminal.exec with its outcome and the command's size in bytes, never its text", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "e" });
+    const command = "echo é; exit 3"; // 14 characters, 15 bytes
+    expect((await owner.client.post(`${TERMINAL}/sessions/e/exec`, { command })).body.exitCode).toBe(3);
+    const rows = world.platform.audit.query({ projectId: project.id, action: "terminal.exec" });
+    expect(rows).toEqual([expect.objectContaining({ userId: owner.user.id, target: "e", detail: { sessionUserId: owner.user.id, exitCode: 3, timedOut: false, commandBytes: 15 } })]);
+  });
+
+  test("an exec stopped by its session's end is still audited, with what stopped it", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "d" });
+    const marker = join(world.tempDir("exec"), "ran");
+    const command = `touch ${marker}; sleep 30`;
+    const running = owner.client.post(`${TERMINAL}/sessions/d/exec`, { command, timeoutSeconds: 60 });
+    await waitFor(() => existsSync(marker), "the exec's command to run");
+    expect((await owner.client.delete(`${TERMINAL}/sessions/d`)).status).toBe(200);
+    const stopped = await running;
+    expect(stopped.status).toBe(409);
+    const rows = world.platform.audit.query({ projectId: project.id, action: "terminal.exec" });
+    expect(rows).toEqual([expect.objectContaining({ userId: owner.user.id, target: "d", detail: { sessionUserId: owner.user.id, error: "session_closed", commandBytes: command.length } })]);
+  });
+
   test("a command past its timeout is killed with its whole process group", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
