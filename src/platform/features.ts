@@ -20,6 +20,9 @@ export const FEATURES = {
  */
 export const AGENT_PACKAGE = "agent";
 
+/** The packages hatch serves: package access can be set only on one of them. */
+export const PACKAGES: readonly string[] = [AGENT_PACKAGE];
+
 /** The owner's grant: every feature, present and future. */
 export const WILDCARD = "*";
 

@@ -3,7 +3,7 @@ import type { Db } from "../db/index.ts";
 import { packageAccess, roleFeatures, roles } from "../db/index.ts";
 import type { AccessChanges } from "./access-changes.ts";
 import { badRequest, conflict, forbidden, notFound } from "./errors.ts";
-import { hasFeature, isFeatureName, isRoleName, WILDCARD } from "./features.ts";
+import { hasFeature, isFeatureName, isRoleName, PACKAGES, WILDCARD } from "./features.ts";
 
 /** A role with its grants. */
 export interface RoleGrants {
@@ -90,6 +90,7 @@ export class Roles {
 
   /** Attach a package-access feature: roles without it no longer see the package. */
   setPackageAccess(projectId: string, packageSlug: string, feature: string): void {
+    requirePackage(packageSlug);
     if (!isFeatureName(feature)) throw badRequest("invalid_feature", `Cannot set package access: "${feature}" is not a valid feature name`);
     this.db
       .insert(packageAccess)
@@ -101,6 +102,7 @@ export class Roles {
 
   /** Detach the package-access feature: every role sees the package again. */
   clearPackageAccess(projectId: string, packageSlug: string): void {
+    requirePackage(packageSlug);
     this.db
       .delete(packageAccess)
       .where(and(eq(packageAccess.projectId, projectId), eq(packageAccess.packageSlug, packageSlug)))
@@ -138,5 +140,12 @@ export class Roles {
 function requireHeld(grantor: ReadonlySet<string> | undefined, feature: string, action: "grant" | "revoke"): void {
   if (grantor && !hasFeature(grantor, feature)) {
     throw forbidden("feature_not_held", `Cannot ${action} "${feature}": your role does not hold it; only the owner grants and revokes features beyond their own role`);
+  }
+}
+
+/** A misspelt package would store a rule that hides nothing while its owner believes it hidden. */
+function requirePackage(packageSlug: string): void {
+  if (!PACKAGES.includes(packageSlug)) {
+    throw notFound("package_not_found", `Cannot find package "${packageSlug}": hatch serves ${PACKAGES.map((p) => `"${p}"`).join(", ")}`);
   }
 }

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { hatchCli } from "../helpers/cli.ts";
 import { TERMINAL } from "../helpers/terminal.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -109,6 +110,23 @@ describe("roles and feature grants", () => {
 
     await owner.client.delete("/api/packages/agent/access");
     expect((await contractor.client.get(HEALTH)).status).toBe(200);
+  });
+
+  test("package access names a package hatch serves: a misspelt one is refused (404 package_not_found, CLI exit 1), not stored as a rule that hides nothing", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    for (const request of [owner.client.put("/api/packages/agents/access", { feature: "agent.access" }), owner.client.delete("/api/packages/agents/access")]) {
+      const refused = await request;
+      expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 404, code: "package_not_found" });
+    }
+    const cli = await hatchCli(world.config.dataDir, ["admin", "package-access", "--project", project.slug, "--package", "agnet", "--feature", "agent.access", "--json"]);
+    expect({ code: cli.code, error: JSON.parse(cli.err).error.code }).toEqual({ code: 1, error: "package_not_found" });
+    expect(world.platform.roles.packageAccessFeature(project.id, "agents")).toBeNull();
+    expect(world.platform.roles.packageAccessFeature(project.id, "agnet")).toBeNull();
+    expect(world.platform.audit.query({ projectId: project.id, action: "package.access" })).toEqual([]);
+    expect((await member.client.get(HEALTH)).status).toBe(200);
   });
 
   test("a caller for whom the owner hid the agent package gets 404 like an unknown route even for a malformed query or body", async () => {
