@@ -19,7 +19,7 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
   };
 
   return new Elysia({ name: "workflow-trigger-routes", prefix: "/api/workflows" })
-    .derive(async ({ cookie }) => ({ caller: await workflowCaller(platform, sessionTokenOf(cookie)) }))
+    .derive(async ({ request }) => ({ caller: await workflowCaller(platform, sessionTokenOf(request.headers.get("cookie"))) }))
     .onTransform(requireJsonBody)
     .post(
       "/:id/triggers",

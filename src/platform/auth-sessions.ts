@@ -8,10 +8,23 @@ import { randomToken, sha256Hex } from "./ids.ts";
 /** The name of the login cookie. */
 export const SESSION_COOKIE = "hatch_session";
 
-/** The login cookie's value from a framework's cookie jar (Elysia's `cookie`), if any. */
-export function sessionTokenOf(cookies: Record<string, { value?: unknown } | undefined>): string | undefined {
-  const value = cookies[SESSION_COOKIE]?.value;
-  return typeof value === "string" ? value : undefined;
+/**
+ * The login cookie's value from a request's `Cookie` header, when it holds
+ * exactly one. Two mean another page planted one: cookies ignore ports, and a
+ * browser sends the cookie with the longer path first, so a page on another
+ * port of this host that set `hatch_session=<its own>; Path=/api` would
+ * otherwise sign the visitor into its account on every /api request, quietly
+ * filing what they store there under it. Neither is trusted: signed out.
+ */
+export function sessionTokenOf(cookieHeader: string | null | undefined): string | undefined {
+  let token: string | undefined;
+  for (const pair of (cookieHeader ?? "").split(";")) {
+    const eq = pair.indexOf("=");
+    if (eq === -1 || pair.slice(0, eq).trim() !== SESSION_COOKIE) continue;
+    if (token !== undefined) return undefined;
+    token = pair.slice(eq + 1).trim();
+  }
+  return token;
 }
 
 /** A resolved login session. */

@@ -40,7 +40,7 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
   const throttle = options.loginThrottle ?? new LoginThrottle();
 
   return new Elysia({ name: "platform-session-routes" })
-    .derive(({ cookie }) => ({ sessionToken: sessionTokenOf(cookie) }))
+    .derive(({ request }) => ({ sessionToken: sessionTokenOf(request.headers.get("cookie")) }))
     .post(
       "/api/auth/login",
       async ({ body, cookie, sessionToken, request, server, set }) => {
@@ -82,7 +82,7 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
 /** The signed-in user's own routes: who am I, and the active project. */
 function accountRoutes(platform: Platform) {
   return new Elysia({ name: "platform-account-routes" })
-    .derive(async ({ cookie }) => ({ caller: await platform.callers.resolve(sessionTokenOf(cookie)) }))
+    .derive(async ({ request }) => ({ caller: await platform.callers.resolve(sessionTokenOf(request.headers.get("cookie"))) }))
     .onTransform(requireJsonBody)
     .get("/api/auth/me", ({ caller }) => {
       return {
@@ -110,7 +110,7 @@ function accountRoutes(platform: Platform) {
 /** Routes of the signed-in user's active project: settings, audit, secrets, roles, package access, agents. */
 function projectRoutes(platform: Platform) {
   return new Elysia({ name: "platform-project-routes" })
-    .derive(async ({ cookie }) => ({ caller: await platform.callers.resolveInProject(sessionTokenOf(cookie)) }))
+    .derive(async ({ request }) => ({ caller: await platform.callers.resolveInProject(sessionTokenOf(request.headers.get("cookie"))) }))
     .onTransform(requireJsonBody)
     .get("/api/settings", ({ caller }) => {
       requireProjectAdmin(caller);

@@ -17,8 +17,8 @@ export function sourceRoutes(options: SourceRoutesOptions) {
     platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
   return new Elysia({ name: "source-routes", prefix: "/api/sources" })
     // derive, not resolve: Elysia runs derive before it validates the body, so only an admin learns what a body needs.
-    .derive(async ({ cookie }) => {
-      const caller = await platform.callers.resolveInProject(sessionTokenOf(cookie));
+    .derive(async ({ request }) => {
+      const caller = await platform.callers.resolveInProject(sessionTokenOf(request.headers.get("cookie")));
       requireProjectAdmin(caller);
       return { caller };
     })

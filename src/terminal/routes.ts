@@ -27,8 +27,8 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
   return new Elysia({ name: "terminal-routes", prefix: `/api/packages/${AGENT_PACKAGE}/terminal` })
     // derive, not resolve: Elysia runs derive before it validates the query and body, so a caller who may not
     // use the terminal gets 401, or 404 like an unknown route, whatever they send; never a 400 that shows the route.
-    .derive(async ({ cookie }) => {
-      const caller = await platform.callers.resolveInProject(sessionTokenOf(cookie));
+    .derive(async ({ request }) => {
+      const caller = await platform.callers.resolveInProject(sessionTokenOf(request.headers.get("cookie")));
       // A hidden package answers exactly like an unknown route, before any feature check.
       platform.callers.requirePackage(caller, AGENT_PACKAGE);
       requireFeature(caller, FEATURES.terminalRead);

@@ -40,15 +40,6 @@ export function parseTerminalUpgrade(headers: Record<string, string | string[] |
   return { sessionId: match[1]!, since: since === null ? undefined : Number(since), instance, agentId, userId, cookie: typeof cookie === "string" ? cookie : undefined };
 }
 
-/** The value of one cookie from a Cookie header. */
-export function cookieValue(header: string | undefined, name: string): string | undefined {
-  for (const part of (header ?? "").split(";")) {
-    const [key, ...rest] = part.trim().split("=");
-    if (key === name) return rest.join("=");
-  }
-  return undefined;
-}
-
 function validHost(host: string): boolean {
   if (host.length === 0 || host.length > 255 || /[\s/\\@?#%]/.test(host)) return false;
   try {

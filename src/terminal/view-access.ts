@@ -1,7 +1,7 @@
-import { AGENT_PACKAGE, can, FEATURES, HatchError, SESSION_COOKIE, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { AGENT_PACKAGE, can, FEATURES, HatchError, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import type { PtySession } from "../pty/index.ts";
 import type { TerminalService } from "./terminal-service.ts";
-import { cookieValue, type TerminalUpgrade } from "./upgrade-request.ts";
+import type { TerminalUpgrade } from "./upgrade-request.ts";
 
 /** Close codes of the terminal WebSocket (4000-4999 belong to the application). */
 export const CLOSE = {
@@ -33,7 +33,7 @@ export type ViewAccess =
 export async function decideViewAccess(platform: Platform, terminal: TerminalService, upgrade: TerminalUpgrade): Promise<ViewAccess> {
   let caller: ProjectCaller;
   try {
-    caller = await platform.callers.resolveInProject(cookieValue(upgrade.cookie, SESSION_COOKIE));
+    caller = await platform.callers.resolveInProject(sessionTokenOf(upgrade.cookie));
     if (!platform.callers.packageVisible(caller, AGENT_PACKAGE) || !can(caller, FEATURES.terminalRead)) throw new Error("terminal not visible");
   } catch {
     return { allowed: false, code: CLOSE.unauthorized, reason: "Unauthorized" };

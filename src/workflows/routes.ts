@@ -58,7 +58,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
     platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
 
   return new Elysia({ name: "workflow-routes", prefix: "/api/workflows" })
-    .derive(async ({ cookie }) => ({ caller: await workflowCaller(platform, sessionTokenOf(cookie)) }))
+    .derive(async ({ request }) => ({ caller: await workflowCaller(platform, sessionTokenOf(request.headers.get("cookie"))) }))
     .onTransform(requireJsonBody)
     .get("/", ({ caller }) => {
       requireWorkflowAccess(caller);

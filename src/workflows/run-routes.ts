@@ -16,7 +16,7 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
   const { platform, part } = options;
 
   return new Elysia({ name: "workflow-run-routes", prefix: "/api/workflows" })
-    .derive(async ({ cookie }) => ({ caller: await workflowCaller(platform, sessionTokenOf(cookie)) }))
+    .derive(async ({ request }) => ({ caller: await workflowCaller(platform, sessionTokenOf(request.headers.get("cookie"))) }))
     .onTransform(requireJsonBody)
     .post(
       "/:id/runs",

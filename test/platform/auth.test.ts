@@ -160,6 +160,22 @@ describe("login, logout, me and the active project", () => {
     expect((await client.get("/api/auth/me")).status).toBe(401);
   });
 
+  test("two hatch_session cookies (one planted by a page on another port of the host) sign nobody in, rather than the planter", async () => {
+    await using world = await startWorld();
+    const victim = await world.signedIn(await world.project(), "member");
+    const attacker = await world.signedIn(await world.project(), "owner");
+    // The attacker's page answered `Set-Cookie: hatch_session=<attacker's own>; Path=/api` (cookies ignore ports):
+    // the victim's browser now sends both on every /api request, the longer path first.
+    const both = world.anonymous();
+    both.cookies.set("hatch_session", `${attacker.client.cookies.get("hatch_session")}; hatch_session=${victim.client.cookies.get("hatch_session")}`);
+    expect((await both.get("/api/auth/me")).body).toEqual({ error: { code: "unauthorized", message: "Sign in first" } });
+    expect((await both.put("/api/secrets/user/openai.apiKey", { value: "sk-the-victims-own-key" })).status).toBe(401);
+    expect((await both.get("/api/packages/agent/terminal/health")).status).toBe(401);
+    expect(world.platform.secrets.list("user", attacker.user.id)).toEqual([]);
+    // Each cookie alone still works.
+    expect((await victim.client.get("/api/auth/me")).body.user.id).toBe(victim.user.id);
+  });
+
   test("logout ends the session", async () => {
     await using world = await startWorld();
     const user = await world.user();

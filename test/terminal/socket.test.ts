@@ -249,6 +249,10 @@ describe("the terminal WebSocket", () => {
     const forged = world.anonymous();
     forged.cookies.set("hatch_session", "forged-value");
     expect(await (await openTerminal(world, { user: owner.user, client: forged }, "s")).closed).toBe(4401);
+    // The owner's own cookie, sent beside another of the same name (one side planted by a page on another port): neither counts.
+    const doubled = world.anonymous();
+    doubled.cookies.set("hatch_session", `${owner.client.cookies.get("hatch_session")}; hatch_session=${viewer.client.cookies.get("hatch_session")}`);
+    expect(await (await openTerminal(world, { user: owner.user, client: doubled }, "s")).closed).toBe(4401);
     expect(await (await openTerminal(world, viewer, "s")).closed).toBe(4401);
     // Authenticated, but no such session in the caller's scope.
     expect(await (await openTerminal(world, owner, "missing")).closed).toBe(4404);
