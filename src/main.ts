@@ -46,11 +46,14 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
 async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverrides, claim: ServerClaim): Promise<Hatch> {
   const database = openDataDir(config.dataDir);
   for (const path of database.narrowed) console.warn(`hatch: ${path} was open to other users; narrowed it to its owner`);
-  const platform = createPlatform({
-    db: database.db,
-    secretKey: await loadSecretKey(config),
-    sessionTtlMs: config.sessionTtlHours * 3600_000,
-  });
+  let platform: Platform;
+  try {
+    platform = createPlatform({ db: database.db, secretKey: await loadSecretKey(config), sessionTtlMs: config.sessionTtlHours * 3600_000 });
+    await platform.secrets.checkKey();
+  } catch (error) {
+    database.close();
+    throw error;
+  }
   const now = overrides.now ?? Date.now;
   // Known once the web host listens (before the companion server does): port 0 picks one.
   let webPort = config.port;

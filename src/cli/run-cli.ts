@@ -109,6 +109,7 @@ async function openPlatform(config: HatchConfig) {
   try {
     database = openDataDir(config.dataDir);
     const platform = createPlatform({ db: database.db, secretKey: await loadSecretKey(config), sessionTtlMs: config.sessionTtlHours * 3600_000 });
+    await platform.secrets.checkKey();
     return { platform, close: database.close };
   } catch (error) {
     database?.close();

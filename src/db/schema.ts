@@ -141,6 +141,17 @@ export const secrets = sqliteTable(
   (t) => [primaryKey({ columns: [t.scope, t.scopeId, t.id] })],
 );
 
+/**
+ * One known value sealed with the secret key: opening it at start proves the
+ * key is the one the stored secrets were sealed with (one row, id 1).
+ */
+export const secretKeyCheck = sqliteTable("secret_key_check", {
+  id: integer("id").primaryKey(),
+  iv: blob("iv", { mode: "buffer" }).notNull(),
+  ciphertext: blob("ciphertext", { mode: "buffer" }).notNull(),
+  createdAt: createdAt(),
+});
+
 /** Sources a terminal tab (and the agent shell) can work in. `root` is an OS path for local and host kinds. */
 export const sources = sqliteTable(
   "sources",

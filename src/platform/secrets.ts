@@ -1,6 +1,6 @@
 import { and, eq } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
-import { secrets } from "../db/index.ts";
+import { secretKeyCheck, secrets } from "../db/index.ts";
 import { badRequest } from "./errors.ts";
 
 /** Where a secret lives: a user's own scope or a project's. */
@@ -75,9 +75,56 @@ export class Secrets {
     return existed;
   }
 
+  /**
+   * Throw unless the key is the one this database's secrets were sealed with.
+   * A key set in HATCH_SECRET_KEY after running on the generated key file, a
+   * lost file, a database restored without its key: each used to start fine
+   * and fail later, at the first secret read, with an error that named no key.
+   * The first start seals a known value (`secretKeyCheck`); a database from
+   * before that is checked against any secret it holds. A new key is taken
+   * while no secret is stored, since none is lost.
+   */
+  async checkKey(): Promise<void> {
+    let check = this.db.select().from(secretKeyCheck).get();
+    if (check === undefined) {
+      const sample = this.db.select().from(secrets).limit(1).get();
+      if (sample && !(await this.#opens(sample.iv, sample.ciphertext, aad(sample.scope, sample.scopeId, sample.id)))) throw keyMismatch();
+      const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
+      const ciphertext = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: KEY_CHECK_AAD }, this.key, KEY_CHECK_AAD);
+      // Another process (the CLI, on a new data dir) may have sealed its own first: the row there is the one to open.
+      this.db.insert(secretKeyCheck).values({ id: 1, iv: Buffer.from(iv), ciphertext: Buffer.from(ciphertext) }).onConflictDoNothing().run();
+      check = this.db.select().from(secretKeyCheck).get()!;
+    }
+    if (await this.#opens(check.iv, check.ciphertext, KEY_CHECK_AAD)) return;
+    // No secret to lose (a key file deleted before any was stored): the new key seals from now on.
+    if (this.db.select({ id: secrets.id }).from(secrets).limit(1).get() === undefined) {
+      this.db.delete(secretKeyCheck).run();
+      return this.checkKey();
+    }
+    throw keyMismatch();
+  }
+
+  async #opens(iv: Buffer, ciphertext: Buffer, additionalData: Uint8Array<ArrayBuffer>): Promise<boolean> {
+    try {
+      await crypto.subtle.decrypt({ name: "AES-GCM", iv: new Uint8Array(iv), additionalData }, this.key, new Uint8Array(ciphertext));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   #key(scope: SecretScope, scopeId: string, id: string) {
     return and(eq(secrets.scope, scope), eq(secrets.scopeId, scopeId), eq(secrets.id, id));
   }
+}
+
+/** What the key check seals (also as its additional data): a fixed text no secret's slot can spell. */
+const KEY_CHECK_AAD = new TextEncoder().encode("hatch secret key check\0v1");
+
+function keyMismatch(): Error {
+  return new Error(
+    "the secret key (HATCH_SECRET_KEY, or else secret.key in the data dir) is not the one this data dir's secrets were sealed with: start with that key, restored from backup (a changed HATCH_SECRET_KEY, a lost or regenerated secret.key, a database restored without its key)",
+  );
 }
 
 /** Binding the ciphertext to its slot stops a row being copied under another id. */

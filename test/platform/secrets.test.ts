@@ -2,8 +2,13 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Database } from "bun:sqlite";
+import { adminCommands, runCli } from "../../src/cli/index.ts";
+import { loadConfig } from "../../src/config.ts";
+import { DATABASE_FILE } from "../../src/db/index.ts";
+import { startHatch } from "../../src/main.ts";
 import { loadSecretKey } from "../../src/platform/index.ts";
-import { startWorld } from "../helpers/world.ts";
+import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
 
 describe("secrets", () => {
   test("a stored secret is encrypted at rest, listed without its value, and readable only by server code", async () => {
@@ -67,6 +72,64 @@ describe("secrets", () => {
         rmSync(dataDir, { recursive: true, force: true });
       }
     }
+  });
+
+  describe("a data dir's secrets are sealed with one key: starting with another is refused, not run with secrets nobody can read", () => {
+    const MISMATCH = "is not the one this data dir's secrets were sealed with";
+    const dataDirOf = () => {
+      const dir = mkdtempSync(join(tmpdir(), "hatch-key-"));
+      return Object.assign(dir, { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) });
+    };
+    const config = (dataDir: string, env: Record<string, string> = {}) => loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir, ...env });
+    /** Start on the data dir, store a project secret, stop. */
+    async function withSecret(dataDir: string, env: Record<string, string> = {}) {
+      await using hatch = await startHatch(config(dataDir, env));
+      const owner = await hatch.platform.users.create("owner@example.com", TEST_PASSWORD);
+      const project = hatch.platform.projects.create("p", "P", owner.id);
+      await hatch.platform.secrets.put("project", project.id, "openai.key", "sk-live-1234567890");
+      return project.id;
+    }
+    const NEW_KEY = { HATCH_SECRET_KEY: "a-brand-new-key-of-more-than-32-characters" };
+
+    test("HATCH_SECRET_KEY set after running on the generated key file: serve and the CLI refuse; the old key still works", async () => {
+      using dataDir = dataDirOf();
+      const projectId = await withSecret(dataDir);
+      await expect(startHatch(config(dataDir, NEW_KEY))).rejects.toThrow(MISMATCH);
+      let err = "";
+      const cli = await runCli(["admin", "setting", "get", "--json"], adminCommands, { env: { HATCH_DATA_DIR: dataDir, ...NEW_KEY }, stdin: async () => "", io: { out: () => {}, err: (t) => (err += t) } });
+      expect({ cli, error: JSON.parse(err).error }).toEqual({ cli: 1, error: { code: "data_dir_unusable", message: expect.stringContaining(MISMATCH) } });
+      // Nothing was changed by the refusals: the right key starts and reads the secret.
+      await using hatch = await startHatch(config(dataDir));
+      expect(await hatch.platform.secrets.reveal("project", projectId, "openai.key")).toBe("sk-live-1234567890");
+    });
+
+    test("a lost or regenerated secret.key is refused while secrets are stored, and taken when none are", async () => {
+      using stored = dataDirOf();
+      await withSecret(stored);
+      rmSync(join(stored, "secret.key"));
+      await expect(startHatch(config(stored))).rejects.toThrow(MISMATCH);
+
+      using empty = dataDirOf();
+      await (await startHatch(config(empty))).stop();
+      rmSync(join(empty, "secret.key"));
+      await using hatch = await startHatch(config(empty));
+      expect(await hatch.platform.secrets.put("user", "u1", "k", "v")).toMatchObject({ id: "k" });
+    });
+
+    test("a database from before the check is judged by a secret it holds", async () => {
+      using dataDir = dataDirOf();
+      await withSecret(dataDir);
+      const forget = () => {
+        using db = new Database(join(dataDir, DATABASE_FILE));
+        db.run("DELETE FROM secret_key_check");
+      };
+      forget();
+      await expect(startHatch(config(dataDir, NEW_KEY))).rejects.toThrow(MISMATCH);
+      forget();
+      await (await startHatch(config(dataDir))).stop();
+      // That start sealed its check: the wrong key is refused by it now.
+      await expect(startHatch(config(dataDir, NEW_KEY))).rejects.toThrow(MISMATCH);
+    });
   });
 
   test("project secrets need an owner or admin; a bad id gets 400; deleting an absent secret gets 404", async () => {
