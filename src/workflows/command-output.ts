@@ -14,7 +14,8 @@ const EVENT_TYPES: ReadonlySet<string> = new Set(RUN_EVENT_TYPES);
  */
 export class CommandOutput {
   readonly #decoder = new TextDecoder();
-  #partial = "";
+  /** The unterminated line so far, in pieces: joined once its newline comes, so a long line costs its length, not its square. */
+  #partial: string[] = [];
   #plain: string[] = [];
   #bytes = 0;
 
@@ -28,15 +29,21 @@ export class CommandOutput {
   /** Feed a chunk of stdout. */
   push(chunk: Uint8Array): void {
     this.#bytes += chunk.byteLength;
-    const lines = (this.#partial + this.#decoder.decode(chunk, { stream: true })).split("\n");
-    this.#partial = lines.pop()!;
+    const text = this.#decoder.decode(chunk, { stream: true });
+    const last = text.lastIndexOf("\n");
+    if (last === -1) {
+      this.#partial.push(text);
+      return;
+    }
+    const lines = (this.#partial.join("") + text.slice(0, last)).split("\n");
+    this.#partial = [text.slice(last + 1)];
     this.#emit(lines);
   }
 
   /** Stdout closed: the last unterminated line counts too. */
   end(): void {
-    const rest = this.#partial + this.#decoder.decode();
-    this.#partial = "";
+    const rest = this.#partial.join("") + this.#decoder.decode();
+    this.#partial = [];
     if (rest) this.#emit([rest]);
   }
 

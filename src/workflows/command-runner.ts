@@ -107,7 +107,11 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
     const [, stderr, code] = await Promise.all([
       readStream(child.stdout, stopReading.signal, (chunk) => {
         output.push(chunk);
-        if (output.bytes > MAX_COMMAND_OUTPUT_BYTES) stop(`The command wrote more than ${MAX_COMMAND_OUTPUT_BYTES} bytes to stdout`);
+        if (output.bytes <= MAX_COMMAND_OUTPUT_BYTES) return;
+        stop(`The command wrote more than ${MAX_COMMAND_OUTPUT_BYTES} bytes to stdout`);
+        // No drain: nothing past the cap is wanted, and a writer outside the group (setsid) would be read until
+        // it stopped, which `cat /dev/zero` never does. The pipes close now; the finally kills the writer.
+        stopReading.abort();
       }),
       readTail(child.stderr, stopReading.signal),
       exited,
@@ -132,9 +136,10 @@ async function readStream(stream: ReadableStream<Uint8Array>, stop: AbortSignal,
   const cancel = () => void reader.cancel().catch(() => {});
   stop.addEventListener("abort", cancel, { once: true });
   try {
-    for (;;) {
+    // Buffered chunks keep coming after a stop: none is handed on once it was asked for.
+    while (!stop.aborted) {
       const { done, value } = await reader.read();
-      if (done) return;
+      if (done || stop.aborted) return;
       onChunk(value);
     }
   } catch {

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { runnerEnvironment, type RunEvent, type RunUpdate } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -130,6 +130,23 @@ describe("the command runner", () => {
     const { token } = await issueToken(member.client, workflow.id);
     const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
     expect(run).toMatchObject({ status: "failed", error: "The command wrote more than 1048576 bytes to stdout" });
+  });
+
+  test("past the output cap the pipes close at once: a writer that left the process group (setsid) is read no further, and ends with the run", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    const dir = traceDir(world);
+    // 1,600 writes of 64 KiB (100 MiB) on one line, each counted once the pipe took it, from a session of its own.
+    writeFileSync(join(dir, "writer.py"), `import sys\nfor n in range(1, 1601):\n    sys.stdout.buffer.write(b"x" * 65536)\n    sys.stdout.flush()\n    open("${dir}/written", "w").write(str(n))\n`);
+    const command = `setsid python3 ${dir}/writer.py 2>/dev/null & echo $! > ${dir}/writer.pid; wait`;
+    const workflow = await commandWorkflow(member, command, { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({ status: "failed", error: "The command wrote more than 1048576 bytes to stdout" });
+    await waitFor(() => !isAlive(Number(readFileSync(join(dir, "writer.pid"), "utf8"))), "the writer to die");
+    // The cap is 16 writes; past it the pipe holds one more and the writer blocks (or gets EPIPE) until it is killed.
+    // Read on, it would have written hundreds more before anything stopped it.
+    expect(Number(readFileSync(join(dir, "written"), "utf8"))).toBeLessThan(32);
   });
 
   test("a command flooding events is stopped at the cap: the run fails with the cap error, keeps the first 1,000 in order, and the server answers meanwhile", async () => {
