@@ -57,11 +57,12 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
         createdBy: request.workflow.createdBy,
       });
       const outcome = await supervise(child, request);
-      if (request.signal.aborted) return { tokensUsed: 0 };
+      if (request.signal.aborted) return { tokensUsed: 0, stopped: true };
       if (outcome.problem) throw new RunnerFailedError(outcome.problem);
       if (outcome.answer) request.emit([{ type: "answer", text: outcome.answer }]);
-      return { tokensUsed: 0 };
+      return { tokensUsed: 0, stopped: false };
     } finally {
+      // Can take a while (a command that left many files): the turn's outcome was settled above.
       await rm(scratch, { recursive: true, force: true });
     }
   }

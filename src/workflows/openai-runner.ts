@@ -49,7 +49,7 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     const key = await this.options.revealSecret(workflow.projectId, settings.apiKeySecret);
     if (key === null) throw new RunnerFailedError(`Cannot find the project secret "${settings.apiKeySecret}" holding the API key`);
     const response = await this.#post(request, key);
-    if (!response) return { tokensUsed: 0 };
+    if (!response) return { tokensUsed: 0, stopped: true };
     const body = (await response.json().catch(() => null)) as CompletionBody | null;
     if (!response.ok) throw refusal(settings.baseUrl, response.status, body, key);
     const message = body?.choices?.[0]?.message;
@@ -58,7 +58,7 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     }
     const text = (message.content ?? "").trim();
     if (text) request.emit([{ type: "answer", text }]);
-    return { tokensUsed: Math.max(0, Number(body?.usage?.total_tokens) || 0) };
+    return { tokensUsed: Math.max(0, Number(body?.usage?.total_tokens) || 0), stopped: false };
   }
 
   /** POST the completion request; null when the run was cancelled meanwhile. */

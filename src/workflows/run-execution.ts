@@ -73,8 +73,9 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
   if (!deps.runs.markRunning(runId)) return;
   deps.bus.publish({ type: "status", run: runRef(run), status: "running" });
   try {
-    const { tokensUsed, errorEvent } = await runTurn(deps, run, workflow, signal);
-    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
+    const { tokensUsed, errorEvent, stopped } = await runTurn(deps, run, workflow, signal);
+    // Not `signal.aborted`: a cancel during the runner's cleanup, after its answer went out, stopped nothing.
+    if (stopped) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
     finish(deps, run, workflow, errorEvent ? { kind: "failed", error: errorEvent } : { kind: "succeeded" }, tokensUsed);
   } catch (error) {
     if (signal.aborted) return void finish(deps, run, workflow, aborted(deps, signal));
@@ -95,7 +96,7 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
  * past them the runner is stopped (through its signal, as a cancel stops it)
  * and the turn reports TOO_MANY_EVENTS_ERROR.
  */
-async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, signal: AbortSignal): Promise<{ tokensUsed: number; errorEvent: string | null }> {
+async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, signal: AbortSignal): Promise<{ tokensUsed: number; errorEvent: string | null; stopped: boolean }> {
   let errorEvent: string | null = null;
   const log = deps.runs.eventLog(run.id);
   const overflow = new AbortController();
@@ -117,11 +118,12 @@ async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, sig
   const runner = deps.runners[workflow.runner.kind] as Runner<RunnerSettings>;
   const runnerSignal = AbortSignal.any([signal, overflow.signal]);
   try {
-    const { tokensUsed } = await runner.run({ runId: run.id, workflow, settings: workflow.runner, prompt, signal: runnerSignal, emit });
-    return { tokensUsed, errorEvent };
+    const { tokensUsed, stopped } = await runner.run({ runId: run.id, workflow, settings: workflow.runner, prompt, signal: runnerSignal, emit });
+    // Stopped at the cap alone, the turn failed with the cap's error; stopped by a cancel (or a stop), it was stopped.
+    return { tokensUsed, errorEvent, stopped: stopped && signal.aborted };
   } catch (error) {
     // Stopped at the cap: whatever the runner made of being stopped, the cap is why the turn failed.
-    if (overflow.signal.aborted && !signal.aborted) return { tokensUsed: 0, errorEvent };
+    if (overflow.signal.aborted && !signal.aborted) return { tokensUsed: 0, errorEvent, stopped: false };
     throw error;
   }
 }

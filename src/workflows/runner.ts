@@ -23,7 +23,7 @@ export interface RunnerRequest<S extends RunnerSettings = RunnerSettings> {
   workflow: Workflow;
   settings: S;
   prompt: Prompt;
-  /** Aborted when the run is cancelled or the server stops: stop working and return. */
+  /** Aborted when the run is cancelled or the server stops: stop working and return with `stopped`. */
   signal: AbortSignal;
   /**
    * Stream events, in order; they are stored and delivered at once, the events
@@ -37,6 +37,12 @@ export interface RunnerRequest<S extends RunnerSettings = RunnerSettings> {
 export interface RunnerResult {
   /** Model tokens spent (0 for runners without a model); counted against the project's spend limit. */
   tokensUsed: number;
+  /**
+   * Whether `signal` stopped the turn before it was done. A runner that did its
+   * turn says false even if the signal came during its cleanup after: its
+   * answer was already delivered, and a cancel then is too late to stop it.
+   */
+  stopped: boolean;
 }
 
 /** A way of running a workflow's turn. `command` and `openai` ship. */

@@ -105,7 +105,7 @@ export class WorkflowEngine implements AsyncDisposable {
    * Cancel a run. Before it started (queued, or waiting to retry) it ends
    * `cancelled` / `before-start`; while working its runner is stopped and it
    * ends `cancelled` / `while-working`. Resolves with the finished run; 409 when
-   * it had already finished.
+   * it had already finished, or finished its turn as the cancel came.
    */
   async cancel(runId: string): Promise<Run> {
     const { runs, pool } = this.options;
@@ -118,7 +118,10 @@ export class WorkflowEngine implements AsyncDisposable {
       finish(this.#deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
     }
     await finished;
-    return runs.get(runId)!;
+    const ended = runs.get(runId)!;
+    // It finished its turn while the cancel came (its answer already out): the cancel stopped nothing.
+    if (ended.status !== "cancelled") throw conflict("run_finished", `Cannot cancel run "${runId}": it already ${ended.status}`);
+    return ended;
   }
 
   /**

@@ -33,6 +33,28 @@ describe("the life of a run", () => {
     expect(again.body.error.code).toBe("run_finished");
   });
 
+  test("a cancel that lands after the command answered and exited (its scratch still being removed) is 409: the run succeeded", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    // Many files in its scratch dir (its cwd), so removing it after the answer takes a while.
+    const workflow = await commandWorkflow(member, "mkdir d && cd d && seq 1 40000 | xargs touch && echo done", { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    await new Promise<void>((resolve) =>
+      world.hatch.workflows.bus.subscribe({ runId }, (update: RunUpdate) => update.type === "event" && update.event.type === "answer" && resolve()),
+    );
+    // The answer is on the row and was published (a chat got it): the run's work is over.
+    const cancel = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    const run = await waitForRun(member.client, workflow.id, runId);
+    expect({ cancel: cancel.status, code: cancel.body.error?.code, status: run.status, cancelled: run.cancelled, answers: answers(run) }).toEqual({
+      cancel: 409,
+      code: "run_finished",
+      status: "succeeded",
+      cancelled: null,
+      answers: ["done"],
+    });
+  });
+
   test("cancel before start: a queued run ends cancelled / before-start and never runs", async () => {
     await using world = await startWorld({}, { workflows: { poolSize: 1 } });
     const member = await memberWithBareRuns(world, await world.project());
