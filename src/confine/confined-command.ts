@@ -11,10 +11,10 @@ import { type ConfineRoot, type ConfineSpec, pathDepth, type ResolvedSpec, resol
 import { coverBetween } from "./cover-between.ts";
 import { argsToEnv, formatHelperArgs, type HelperArgs } from "./helper-args.ts";
 import { HOST_SECRET_PATHS } from "./host-secrets.ts";
-import { systemCodePaths } from "./system-code.ts";
 import { DEFAULT_MIN_ABI } from "./landlock-abi.ts";
 import { isStrictlyWithin, isWithin } from "./landlock-rules.ts";
 import type { ConfinementProbe } from "./probe.ts";
+import { systemCodePaths } from "./system-code.ts";
 
 /** Which layers confine the command. */
 export type ConfinementMode = "landlock" | "landlock+bwrap";

@@ -78,7 +78,9 @@ async function reap(platform: Platform, sessions: SessionManager): Promise<void>
 /** Build the terminal part over the platform. */
 export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   const { platform } = options;
-  const confinement = createConfinement({ probe: options.probe, preferBwrap: options.preferBwrap, neverWritable: [options.installDir] });
+  // hatch's own code and the system's: the planner refuses a tab that would write them, and the listing says so first.
+  const neverWritable = [options.installDir, ...systemCodePaths()];
+  const confinement = createConfinement({ probe: options.probe, preferBwrap: options.preferBwrap, neverWritable });
   const backend = options.ptyBackend === "bun-pty" ? bunPtyBackend : bunTerminalBackend;
   const parser = new ParserThread();
   const sessions = new SessionManager({
@@ -108,7 +110,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
     store,
     osMounts: options.osMounts,
     protectedPaths: options.protectedPaths,
-    neverWritable: [options.installDir, ...systemCodePaths()],
+    neverWritable,
     inContainer: options.inContainer,
     confinement: () => confinement.status(),
     now: options.now,
