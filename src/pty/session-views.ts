@@ -1,6 +1,6 @@
 import type { ScreenMirror } from "../screen/index.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
-import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./flow-control.ts";
+import { ACK_EVERY_BYTES, HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./flow-control.ts";
 
 /** How often a lagging view's connection is looked at while it drains. */
 const DRAIN_POLL_MS = 50;
@@ -265,6 +265,9 @@ export class SessionViews {
     const backedUp = queued > HIGH_WATERMARK_BYTES && queued > 2 * owed + CONTROL_SLACK_BYTES;
     if ((!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) || backedUp) {
       view.lagging = true;
+      // One read larger than the watermark (Bun hands over up to ~135 KB) behind a prompt's worth of unacked
+      // output: a client that acks every ACK_EVERY_BYTES owes no ack, and waiting for one would freeze the view.
+      if (view.unacked < ACK_EVERY_BYTES) this.#catchUpOnceDrained(view);
       return;
     }
     view.sink.output(bytes);

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES, type ControlMessage, type ViewSink } from "../../src/pty/index.ts";
+import { ACK_EVERY_BYTES, HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES, type ControlMessage, type ViewSink } from "../../src/pty/index.ts";
 import { SessionViews } from "../../src/pty/session-views.ts";
 import { ParserThread, ScreenMirror } from "../../src/screen/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -114,6 +114,31 @@ describe("session views", () => {
     set.ack(observer, observerSink.bytes);
     await waitFor(() => observerSink.controls.filter((c) => c.type === "snapshot").length > snapshotsBefore, "the catch-up snapshot");
     expect(observer.lagging).toBe(false);
+  });
+
+  test("an observer whose client acks every ACK_EVERY_BYTES, as documented, is caught up after one PTY read larger than the watermark", async () => {
+    const { mirror, set } = views();
+    set.attach(recordingSink(), { userId: "h", canWrite: true });
+    // The widget: acks what it rendered once ACK_EVERY_BYTES have built up (as bench/terminal.ts does).
+    const sink = recordingSink();
+    let rendered = 0;
+    sink.output = (b: Uint8Array) => {
+      sink.bytes += b.length;
+      rendered += b.length;
+      if (rendered < ACK_EVERY_BYTES) return;
+      const bytes = rendered;
+      rendered = 0;
+      setTimeout(() => set.ack(observer, bytes), 1);
+    };
+    const observer = set.attach(sink, { userId: "o", canWrite: false });
+    await waitFor(() => sink.controls.some((c) => c.type === "snapshot"), "the first snapshot");
+    // A prompt's worth of output (no ack due), then one read of a flood past the watermark.
+    for (const bytes of [new TextEncoder().encode("$ yes\r\n"), new Uint8Array(HIGH_WATERMARK_BYTES + 20_000).fill(0x79), new TextEncoder().encode("\r\n$ echo done\r\ndone\r\n")]) {
+      mirror.write(bytes);
+      set.broadcast(bytes);
+    }
+    await waitFor(() => sink.controls.filter((c) => c.type === "snapshot").length > 1, "a catch-up snapshot for the observer");
+    expect(sink.controls.filter((c) => c.type === "snapshot")).toHaveLength(2);
   });
 
   test("a client that acks output it never read lags once its connection holds a high watermark, and gets no snapshot until the connection drains", async () => {
