@@ -168,8 +168,12 @@ export class InputGuard {
 
   #step(c: string): Promise<void> | undefined {
     // Esc then v: vi mode's edit-and-execute-command, which runs the line through $VISUAL with no Enter.
-    if (this.#escape === ESCAPE && c === "v" && !this.#inPaste) {
+    // Esc or Ctrl+X then Enter: one key to bash's emacs mode (M-C-m, C-x C-m, unbound: it beeps and the line
+    // stays), but accept-line in vi's command mode. Either way the line is checked; it does not end here.
+    const afterPrefix = this.#escape === ESCAPE || this.#afterCtrlX;
+    if (afterPrefix && !this.#inPaste && (c === "v" ? this.#escape === ESCAPE : c === "\r" || c === "\n")) {
       this.#escape = null;
+      this.#afterCtrlX = false;
       this.#edited = true;
       return this.#guardEditAndExecute(c);
     }
@@ -184,7 +188,12 @@ export class InputGuard {
     if (c === "\x1b") this.#escape = c;
     // Inside a paste the shell inserts every other character literally.
     else if (this.#inPaste) this.#append(c);
-    else if (c === "\x7f" || c === "\x08") this.#buffer = dropLastCodePoint(this.#buffer);
+    else if (c === "\x7f" || c === "\x08") {
+      // After a combining mark (or ZWJ, a variation selector) readline in a UTF-8 locale erases the whole
+      // character; in another locale it erases a byte, leaving a stray one: the screen is checked too.
+      if (ZERO_WIDTH_LAST.test(this.#buffer)) this.#edited = true;
+      this.#buffer = dropLastCharacter(this.#buffer);
+    }
     else if (c === "\x15") this.#buffer = "";
     else if (c === "\x17") this.#buffer = withoutLastWord(this.#buffer);
     else if (c === "\x03") this.#reset({ clearContinuation: true });
@@ -253,10 +262,12 @@ export class InputGuard {
     this.#flush();
     const typed = this.#continued + this.#buffer;
     if (this.#overflow || this.#continued.length > MAX_CONTINUED_CHARS) return [{ blocked: true, reason: "line too long to screen" }, typed];
+    // After a line ending in a backslash the shell may read this one as its continuation, or (the backslash
+    // was in a comment or in single quotes) on its own: check both.
+    const lines = this.#continued === "" ? [typed] : [typed, this.#buffer];
     // A paste carries line-edit keys literally, but a reader without readline (dash, bash --noediting)
     // gets them in cooked mode, where the tty applies them: check the line as both would read it.
-    const cooked = applyLineEdits(typed);
-    const readings = cooked === typed ? [typed] : [typed, cooked];
+    const readings = [...new Set(lines.flatMap((line) => [line, applyLineEdits(line)]))];
     if (!this.#edited || this.#options.fullScreen?.()) return this.#firstBlocked(readings, typed);
     return this.#screenEdited(typed, readings);
   }
@@ -337,12 +348,21 @@ function promptSuffixes(screen: string): string[] {
   return suffixes;
 }
 
-/** The line a cooked-mode tty hands its reader: Ctrl+U kills the line, Backspace/DEL erase a character, Ctrl+W a word. */
+/**
+ * The line a cooked-mode tty hands its reader: Ctrl+U kills the line,
+ * Backspace/DEL erase a character, Ctrl+W a word, and Ctrl+V (literal next)
+ * vanishes and takes the character after it as it is.
+ */
 function applyLineEdits(text: string): string {
-  if (!/[\x15\x7f\x08\x17]/.test(text)) return text;
+  if (!/[\x15\x7f\x08\x17\x16]/.test(text)) return text;
   let line = "";
+  let literal = false;
   for (const c of text) {
-    if (c === "\x15") line = "";
+    if (literal) {
+      line += c;
+      literal = false;
+    } else if (c === "\x16") literal = true;
+    else if (c === "\x15") line = "";
     else if (c === "\x7f" || c === "\x08") line = dropLastCodePoint(line);
     else if (c === "\x17") line = withoutLastWord(line);
     else line += c;
@@ -356,6 +376,16 @@ function withoutLastWord(text: string): string {
   while (end > 0 && /\s/.test(text[end - 1]!)) end--;
   while (end > 0 && !/\s/.test(text[end - 1]!)) end--;
   return text.slice(0, end);
+}
+
+/** A line ending in a code point that joins the character before it, which readline erases with it. */
+const ZERO_WIDTH_LAST = /[\p{M}\u200d\ufe00-\ufe0f]$/u;
+
+/** Backspace as readline does it: the last character with the zero-width code points after it. */
+function dropLastCharacter(text: string): string {
+  let rest = text;
+  while (ZERO_WIDTH_LAST.test(rest)) rest = dropLastCodePoint(rest);
+  return dropLastCodePoint(rest);
 }
 
 function dropLastCodePoint(text: string): string {

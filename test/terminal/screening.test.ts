@@ -222,6 +222,61 @@ describe("line-buffered input screening", () => {
     expect(existsSync(marker)).toBe(false);
   });
 
+  for (const [name, prefix] of [["Esc Enter", "\x1b\r"], ["Esc Ctrl+J", "\x1b\n"], ["Ctrl+X Enter", "\x18\r"]] as const) {
+    test(`${name} (one unbound key in bash's emacs mode: it beeps and the line stays) does not end the line for the guard`, async () => {
+      await using world = await startWorld();
+      const { terminal } = await ownerAtContainerRoot(world);
+      const marker = join(world.tempDir("marker"), "split-ran");
+      await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
+      terminal.type(`touch ${marker}; cat /etc/sh`);
+      await terminal.sees("/etc/sh");
+      terminal.type(prefix);
+      await Bun.sleep(ECHO_WAIT_MS + 100);
+      // The shell's line is now the whole "touch …; cat /etc/shadow > /dev/null": checked whole, it never runs.
+      terminal.type("adow > /dev/null\r");
+      await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+      expect(existsSync(marker)).toBe(false);
+      expect(terminal.controls.some((c) => c.type === "blocked")).toBe(true);
+    });
+  }
+
+  test("a line after a comment (or single quotes) ending in a backslash is checked on its own too: the shell runs it on its own", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "after-comment-ran");
+    // In a comment a trailing backslash continues nothing: bash prints a fresh prompt.
+    await runAndSee(terminal, "echo ready-$((1+1)) # see C:\\", "ready-2");
+    terminal.type(`touch ${marker}; cat /etc/shadow > /dev/null\r`);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+    expect(terminal.controls.some((c) => c.type === "blocked")).toBe(true);
+  });
+
+  test("Backspace after a combining mark erases the whole character in readline, and the guard's line agrees", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "combining-backspace-ran");
+    await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
+    // In a UTF-8 locale readline's backward-delete-char takes "x" and its combining acute together:
+    // the shell's line is "…/etc/shadow", while the typed bytes less one code point read "…/etc/shadxow".
+    terminal.type(`touch ${marker}; cat /etc/shadx\u0301\x7fow > /dev/null\r`);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+    expect(terminal.controls.some((c) => c.type === "blocked")).toBe(true);
+  });
+
+  test("a paste carrying Ctrl+V (the tty's literal-next) is screened as a shell without line editing reads it", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "lnext-ran");
+    await runAndSee(terminal, "set +o emacs +o vi; echo cooked-$((3*3))", "cooked-9");
+    // Cooked mode: Ctrl+U kills the echoed paste marker, Ctrl+V vanishes and quotes the "d" after it; the `#` comments out the end marker.
+    terminal.type(`\x1b[200~\x15touch ${marker}; cat /etc/sha\x16dow > /dev/null #\x1b[201~\r`);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+    expect(terminal.controls.some((c) => c.type === "blocked")).toBe(true);
+  });
+
   test("input a view queued behind a line waiting for the screen is not forwarded once another view took control", async () => {
     await using world = await startWorld();
     const { owner, terminal: first } = await ownerAtContainerRoot(world);
