@@ -26,5 +26,6 @@ export { SYSTEM_CODE_PATHS, systemCodePaths } from "./system-code.ts";
 export { DEFAULT_MIN_ABI, DEVICE_RIGHTS, FS, LIST_RIGHTS, READ_RIGHTS, WRITE_RIGHTS } from "./landlock-abi.ts";
 export { compileRules, type PathGrant, type TreeReader } from "./landlock-rules.ts";
 export { realPathOrSelf } from "./real-path.ts";
+export { SECCOMP_ARCHES, seccompFilter } from "./seccomp-filter.ts";
 export { cachedProbe, type ConfinementProbe, probeConfinement, type ProbeOptions } from "./probe.ts";
 export { resolveWithinBoundary } from "./source-boundary.ts";

@@ -29,6 +29,7 @@ import {
 import { compileRules, type PathGrant, type TreeReader } from "./landlock-rules.ts";
 import { type LinuxCalls, loadLinuxCalls, SyscallError } from "./linux-calls.ts";
 import { realPathOrSelf } from "./real-path.ts";
+import { seccompFilter } from "./seccomp-filter.ts";
 
 /** Shell convention for "found but could not run": every refusal before exec. */
 const EXIT_REFUSED = 126;
@@ -148,9 +149,12 @@ function main(readArgs: () => string[]): never {
     if (args.cwd !== null) calls.chdir(args.cwd);
     if (args.newSession) calls.setsid();
     calls.cloexecFrom(3, () => readdirSync("/proc/self/fd").map(Number));
+    // Landlock alone as root: no network at all, as in bwrap (Landlock's own rights cover TCP connect and bind only).
+    calls.unshareNetwork();
     calls.noNewPrivs();
     calls.dropCapabilities();
     assertNoCapabilities();
+    calls.installSeccomp(seccompFilter(process.arch));
     calls.restrictSelf(rulesetFd);
   } catch (error) {
     if (error instanceof PathMovedError) fail("root_invalid", `Cannot confine: ${error.message}`);

@@ -1,6 +1,6 @@
 /**
  * The one module that calls into libc through `bun:ffi`: Landlock's three
- * system calls, `prctl`, `capset`, `setsid`, `chdir`, `execve`. Everything here
+ * system calls, `prctl` (seccomp among them), `capset`, `setsid`, `unshare`, `chdir`, `execve`. Everything here
  * acts on the calling thread only, which is why the launcher helper runs it on
  * its JS main thread and then `execve`s from that same thread.
  */
@@ -15,7 +15,9 @@ const LANDLOCK_RULE_PATH_BENEATH = 1;
 /** O_PATH and O_CLOEXEC have the same value on x86_64 and arm64; O_NOFOLLOW does not, so it comes from node. */
 const O_PATH = 0o10000000;
 const O_CLOEXEC = 0o2000000;
-const PR = { SET_NO_NEW_PRIVS: 38, CAPBSET_DROP: 24, SET_SECUREBITS: 28, CAP_AMBIENT: 47 } as const;
+const PR = { SET_NO_NEW_PRIVS: 38, CAPBSET_DROP: 24, SET_SECUREBITS: 28, CAP_AMBIENT: 47, SET_SECCOMP: 22 } as const;
+const SECCOMP_MODE_FILTER = 2;
+const CLONE_NEWNET = 0x40000000;
 const PR_CAP_AMBIENT_CLEAR_ALL = 4;
 /** NOROOT, NO_SETUID_FIXUP, NO_CAP_AMBIENT_RAISE and KEEP_CAPS off, each locked: uid 0 never regains capabilities on exec. */
 const SECURE_BITS_LOCKED_NOROOT = 0b1110_1111;
@@ -52,6 +54,16 @@ export interface LinuxCalls {
   /** Mark every fd from `first` up close-on-exec, so only 0, 1 and 2 reach the program. */
   cloexecFrom(first: number, openFds: () => number[]): void;
   noNewPrivs(): void;
+  /**
+   * Move the calling thread into a new, empty network namespace (no interface
+   * up): no TCP, UDP or other network at all, whatever Landlock's network
+   * rights cover. Needs CAP_SYS_ADMIN, so false (nothing changed) where the
+   * helper runs without it: inside bwrap, which made one already, or a
+   * service not running as root.
+   */
+  unshareNetwork(): boolean;
+  /** Load a seccomp filter (`struct sock_filter` records) on the calling thread; needs no_new_privs. Inherited across execve. */
+  installSeccomp(filter: Buffer): void;
   /** Empty the bounding, ambient, effective, permitted and inheritable sets and lock securebits when allowed. */
   dropCapabilities(): void;
   restrictSelf(rulesetFd: number): void;
@@ -69,6 +81,7 @@ export function loadLinuxCalls(): LinuxCalls {
     close: { args: ["i32"], returns: "i32" },
     chdir: { args: ["ptr"], returns: "i32" },
     setsid: { args: [], returns: "i32" },
+    unshare: { args: ["i32"], returns: "i32" },
     getsid: { args: ["i32"], returns: "i32" },
     getpid: { args: [], returns: "i32" },
     fcntl: { args: ["i32", "i32", "i32"], returns: "i32" },
@@ -128,6 +141,18 @@ export function loadLinuxCalls(): LinuxCalls {
     },
     noNewPrivs() {
       check("prctl(PR_SET_NO_NEW_PRIVS)", c.prctl(PR.SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+    },
+    unshareNetwork() {
+      if (c.unshare(CLONE_NEWNET) === 0) return true;
+      if (errno() === EPERM) return false;
+      throw new SyscallError("unshare(CLONE_NEWNET)", errno());
+    },
+    installSeccomp(filter) {
+      // struct sock_fprog: u16 len, padding, then the pointer to the records.
+      const program = Buffer.alloc(16);
+      program.writeUInt16LE(filter.length / 8, 0);
+      program.writeBigUInt64LE(BigInt(ptr(filter)), 8);
+      check("prctl(PR_SET_SECCOMP)", c.prctl(PR.SET_SECCOMP, SECCOMP_MODE_FILTER, BigInt(ptr(program)), 0, 0));
     },
     dropCapabilities() {
       // Needs CAP_SETPCAP; inside bwrap the process has none and the sets are already empty.

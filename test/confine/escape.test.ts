@@ -364,6 +364,59 @@ describe.each(MODES)("confined bash (%s)", (mode) => {
     expect(JSON.parse(r.stderr.trim().split("\n").at(-1)!).error.code).toBe("confinement_unavailable");
     expect(sb.hostHas(marker)).toBe(false);
   });
+
+  test("no TCP connection through an MPTCP socket or TCP Fast Open (which Landlock's connect hook never sees): the host listener sees nothing", async () => {
+    await using sb = await Sandbox.create(mode);
+    let accepted = 0;
+    let received = "";
+    using listener = Bun.listen({ hostname: "127.0.0.1", port: 0, socket: { open: () => void accepted++, data: (_s, d) => void (received += d.toString()) } });
+    const to = `pack_sockaddr_in(${listener.port}, inet_aton("127.0.0.1"))`;
+    // IPPROTO_MPTCP (262) falls back to plain TCP with any TCP peer; MSG_FASTOPEN (0x20000000) makes sendto() open the connection itself.
+    const script = [
+      "use Socket;",
+      `if (socket(M, AF_INET, SOCK_STREAM, 262) && connect(M, ${to})) { syswrite(M, "via-mptcp"); print "MPTCP\\n" }`,
+      `if (socket(F, AF_INET, SOCK_STREAM, 6) && defined send(F, "via-tfo", 0x20000000, ${to})) { print "FASTOPEN\\n" }`,
+      `print "${END}\\n";`,
+    ].join(" ");
+    const r = await sb.run("", { argv: ["/usr/bin/perl", "-e", script] });
+    expect(r.stdout).toBe(`${END}\n`);
+    // A connection that got through would have been accepted by now: the program wrote and exited.
+    await Bun.sleep(100);
+    expect({ accepted, received }).toEqual({ accepted: 0, received: "" });
+  });
+
+  test("a host process's resource limits cannot be changed (prlimit), so it can be neither starved of fds nor killed through RLIMIT_CPU; its own still can (ulimit)", async () => {
+    await using sb = await Sandbox.create(mode);
+    const host = Bun.spawn(["/bin/sleep", "30"], { stdio: ["ignore", "ignore", "ignore"] });
+    try {
+      const limits = () => readFileSync(`/proc/${host.pid}/limits`, "utf8");
+      const before = limits();
+      const r = await sb.run(`prlimit --pid ${host.pid} --nofile=3:3 2>/dev/null && echo NOFILE; prlimit --pid ${host.pid} --cpu=1:1 2>/dev/null && echo CPU; ulimit -n 64 && ulimit -n; echo ${END}`);
+      expect(r.stdout).toBe(`64\n${END}\n`);
+      expect(limits()).toBe(before);
+    } finally {
+      host.kill();
+    }
+  });
+
+  test("keys in the service user's kernel keyring can be neither read nor added", async () => {
+    await using sb = await Sandbox.create(mode);
+    // add_key and keyctl by number (x86_64, arm64): KEY_SPEC_USER_KEYRING -4, KEYCTL_SEARCH 10, KEYCTL_READ 11, KEYCTL_INVALIDATE 21.
+    // perl hands its scalars to syscall() as pointers, and only writable ones: hence the variables.
+    const [addKey, keyctl] = process.arch === "arm64" ? [217, 219] : [248, 250];
+    const secret = `keyring-secret-${crypto.randomUUID()}`;
+    const find = `my ($t, $n, $d) = ("user", "${probeName("key")}", "${secret}"); my $id = syscall(${keyctl}, 10, -4, $t, $n, 0);`;
+    const perl = (code: string) => Bun.spawnSync(["/usr/bin/perl", "-e", `${find} ${code}`]).stdout.toString();
+    expect(Number(perl(`print syscall(${addKey}, $t, $n, $d, length $d, -4);`))).toBeGreaterThan(0);
+    try {
+      const read = `my $buf = "\\0" x 128; my $len = $id > 0 ? syscall(${keyctl}, 11, $id, $buf, 128) : -1; print $len > 0 ? substr($buf, 0, $len) : "", "\\n";`;
+      const add = `my ($n2, $d2) = ("${probeName("planted")}", "planted"); print syscall(${addKey}, $t, $n2, $d2, length $d2, -4) > 0 ? "ADDED\\n" : "", "${END}\\n";`;
+      const r = await sb.run("", { argv: ["/usr/bin/perl", "-e", `${find} ${read} ${add}`] });
+      expect(r.stdout).toBe(`\n${END}\n`);
+    } finally {
+      perl(`syscall(${keyctl}, 21, $id) if $id > 0;`);
+    }
+  });
 });
 
 describe("differences between the modes", () => {

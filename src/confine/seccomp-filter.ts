@@ -1,0 +1,124 @@
+/**
+ * The seccomp filter the Landlock helper installs before it runs the program.
+ * Landlock does not see these calls, and with Landlock alone (no bwrap
+ * namespaces) the program keeps uid 0 among the host's processes and kernel
+ * objects, so each would reach past the sandbox:
+ * - `add_key`, `request_key`, `keyctl`: uid 0's kernel keyring (cached
+ *   passphrases, Kerberos and CIFS credentials), readable and writable by any
+ *   process of that uid;
+ * - `prlimit64` on another process: its resource limits (an RLIMIT_CPU of one
+ *   second kills a busy daemon; RLIMIT_NOFILE of 3 starves hatch itself). The
+ *   kernel checks only the uid. On itself (pid 0) it stays allowed: `ulimit`;
+ * - a socket with IPPROTO_MPTCP, and `sendto`/`sendmsg`/`sendmmsg` with
+ *   MSG_FASTOPEN: TCP connections Landlock's connect hook never sees;
+ * - `io_uring_setup`: io_uring submits sends and connects past seccomp itself.
+ * Each fails with EPERM. A foreign system-call ABI (x32, i386 on x86-64)
+ * fails every call: its numbers differ, so the filter could not judge them.
+ *
+ * Pure: it returns the instructions; `LinuxCalls.installSeccomp` loads them.
+ */
+
+/** Classic BPF opcodes (linux/filter.h, linux/bpf_common.h). */
+const LD_W_ABS = 0x20;
+const JEQ_K = 0x15;
+const JGE_K = 0x35;
+const JSET_K = 0x45;
+const RET_K = 0x06;
+const RET_ALLOW = 0x7fff0000;
+const RET_EPERM = 0x00050000 | 1;
+
+/** Offsets into struct seccomp_data: nr, arch, then args[] as 64-bit values (the low word first on these little-endian ABIs). */
+const NR = 0;
+const ARCH = 4;
+const argLow = (i: number) => 16 + 8 * i;
+
+const IPPROTO_MPTCP = 262;
+const MSG_FASTOPEN = 0x20000000;
+/** x32 system calls on x86-64 carry this bit in their number. */
+const X32_SYSCALL_BIT = 0x40000000;
+
+interface ArchTable {
+  audit: number;
+  nr: Record<"socket" | "sendto" | "sendmsg" | "sendmmsg" | "prlimit64" | "add_key" | "request_key" | "keyctl" | "io_uring_setup", number>;
+}
+
+/** The ABIs hatch runs on (as `process.arch` names them). */
+export const SECCOMP_ARCHES: Record<"x64" | "arm64", ArchTable> = {
+  x64: {
+    audit: 0xc000003e,
+    nr: { socket: 41, sendto: 44, sendmsg: 46, sendmmsg: 307, prlimit64: 302, add_key: 248, request_key: 249, keyctl: 250, io_uring_setup: 425 },
+  },
+  arm64: {
+    audit: 0xc00000b7,
+    nr: { socket: 198, sendto: 206, sendmsg: 211, sendmmsg: 269, prlimit64: 261, add_key: 217, request_key: 218, keyctl: 219, io_uring_setup: 425 },
+  },
+};
+
+type Step = { op: number; k: number; jt?: string; jf?: string } | { label: string };
+
+/**
+ * The filter for `arch` as `struct sock_filter` records (8 bytes each), ready
+ * for `struct sock_fprog`. Throws for an architecture it has no table for.
+ */
+export function seccompFilter(arch: string): Buffer {
+  const table = SECCOMP_ARCHES[arch as keyof typeof SECCOMP_ARCHES];
+  if (!table) throw new Error(`no seccomp table for architecture "${arch}"`);
+  const { nr } = table;
+  const steps: Step[] = [
+    { op: LD_W_ABS, k: ARCH },
+    { op: JEQ_K, k: table.audit, jf: "deny" },
+    { op: LD_W_ABS, k: NR },
+    ...(arch === "x64" ? [{ op: JGE_K, k: X32_SYSCALL_BIT, jt: "deny" }] : []),
+    { op: JEQ_K, k: nr.add_key, jt: "deny" },
+    { op: JEQ_K, k: nr.request_key, jt: "deny" },
+    { op: JEQ_K, k: nr.keyctl, jt: "deny" },
+    { op: JEQ_K, k: nr.io_uring_setup, jt: "deny" },
+    { op: JEQ_K, k: nr.prlimit64, jt: "prlimit" },
+    { op: JEQ_K, k: nr.socket, jt: "socket" },
+    { op: JEQ_K, k: nr.sendto, jt: "flags3" },
+    { op: JEQ_K, k: nr.sendmmsg, jt: "flags3" },
+    { op: JEQ_K, k: nr.sendmsg, jt: "flags2" },
+    { op: RET_K, k: RET_ALLOW },
+    { label: "prlimit" },
+    { op: LD_W_ABS, k: argLow(0) },
+    { op: JEQ_K, k: 0, jt: "allow", jf: "deny" },
+    { label: "socket" },
+    { op: LD_W_ABS, k: argLow(2) },
+    { op: JEQ_K, k: IPPROTO_MPTCP, jt: "deny", jf: "allow" },
+    { label: "flags3" },
+    { op: LD_W_ABS, k: argLow(3) },
+    { op: JSET_K, k: MSG_FASTOPEN, jt: "deny", jf: "allow" },
+    { label: "flags2" },
+    { op: LD_W_ABS, k: argLow(2) },
+    { op: JSET_K, k: MSG_FASTOPEN, jt: "deny", jf: "allow" },
+    { label: "allow" },
+    { op: RET_K, k: RET_ALLOW },
+    { label: "deny" },
+    { op: RET_K, k: RET_EPERM },
+  ];
+  return assemble(steps);
+}
+
+/** Resolve labels into the forward jump offsets classic BPF uses, and lay the records out. */
+function assemble(steps: Step[]): Buffer {
+  const at = new Map<string, number>();
+  const code: Exclude<Step, { label: string }>[] = [];
+  for (const step of steps) {
+    if ("label" in step) at.set(step.label, code.length);
+    else code.push(step);
+  }
+  const out = Buffer.alloc(code.length * 8);
+  code.forEach((step, i) => {
+    const offset = (label: string | undefined) => {
+      if (label === undefined) return 0;
+      const to = at.get(label)! - i - 1;
+      if (!(to >= 0 && to <= 255)) throw new Error(`seccomp jump to "${label}" out of range`);
+      return to;
+    };
+    out.writeUInt16LE(step.op, i * 8);
+    out.writeUInt8(offset(step.jt), i * 8 + 2);
+    out.writeUInt8(offset(step.jf), i * 8 + 3);
+    out.writeUInt32LE(step.k >>> 0, i * 8 + 4);
+  });
+  return out;
+}
