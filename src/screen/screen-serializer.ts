@@ -108,6 +108,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   data += setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
   // After everything printed: the character sets change how the client prints ASCII.
   data += charsetSequence(terminal);
+  data += mouseEncodingSequence(terminal);
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
   return data;
 }
@@ -203,6 +204,17 @@ function scrollRegion(terminal: Terminal, buffer: "normal" | "alt"): { top: numb
   const top = typeof scrollTop === "number" ? scrollTop : 0;
   const bottom = typeof scrollBottom === "number" ? scrollBottom : terminal.rows - 1;
   return { top, bottom };
+}
+
+/**
+ * The mouse report encoding a program asked for (DECSET 1006 SGR, 1016 SGR
+ * pixels). addon-serialize carries the tracking mode but not the encoding, and
+ * ncurses (htop, mc, vim with mouse=a) reads only the one it asked for: after a
+ * snapshot without it, every click would reach the program in the old X10 form.
+ */
+function mouseEncodingSequence(terminal: Terminal): string {
+  const encoding = coreOf(terminal)?.coreMouseService?.activeEncoding;
+  return encoding === "SGR" ? "\x1b[?1006h" : encoding === "SGR_PIXELS" ? "\x1b[?1016h" : "";
 }
 
 function isCursorHidden(terminal: Terminal): boolean {

@@ -21,6 +21,7 @@ export interface BufferInternals {
 export interface CoreInternals {
   buffers?: Partial<Record<"normal" | "alt", BufferInternals>>;
   coreService?: { isCursorHidden?: unknown };
+  coreMouseService?: { activeEncoding?: unknown };
   _inputHandler?: { _curAttrData?: Partial<CellAttributes>; selectCharset?: unknown };
   _charsetService?: { glevel?: unknown; charset?: unknown; _charsets?: unknown };
 }

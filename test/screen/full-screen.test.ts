@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { ScreenMirror } from "../../src/screen/index.ts";
-import { MirrorUnderTest, concat, encode, expectSnapshotReproduces, feed, freshTerminal, replay, screenState } from "./mirror-fixture.ts";
+import type { Terminal } from "@xterm/headless";
+import { MirrorUnderTest, attach, concat, encode, expectSnapshotReproduces, feed, freshTerminal, replay, screenState } from "./mirror-fixture.ts";
 import { parser } from "../helpers/parser-thread.ts";
 
 /** What a full-screen app such as htop draws: modes (cursor keys, mouse), clear, a coloured title bar, rows of text, the cursor parked. */
@@ -13,7 +14,31 @@ const DRAW_APP = [
   "\x1b[2;5H",
 ].join("");
 
+/** The bytes a terminal sends the program for a left click on column 5, row 3. */
+function click(terminal: Terminal): string {
+  let sent = "";
+  // X10-style reports (the default encoding) go out as binary.
+  const listeners = [terminal.onData((data) => (sent += data)), terminal.onBinary((data) => (sent += data))];
+  const core = (terminal as unknown as { _core: { coreMouseService: { triggerMouseEvent(e: object): boolean } } })._core;
+  core.coreMouseService.triggerMouseEvent({ col: 4, row: 2, x: 0, y: 0, button: 0, action: 1, ctrl: false, alt: false, shift: false });
+  for (const listener of listeners) listener.dispose();
+  return sent;
+}
+
 describe("full-screen apps", () => {
+  for (const [encoding, mode, report] of [["SGR", "1006", "\x1b[<0;5;3M"], ["X10 (the default)", "", "\x1b[M %#"]] as const) {
+    test(`a click in an app that asked for ${encoding} mouse reports is reported the same way after a snapshot`, async () => {
+      using subject = new MirrorUnderTest({ cols: 40, rows: 10, scrollback: 100 });
+      // ncurses' XM for xterm-256color: CSI ? 1006 ; 1000 h, and it then reads clicks as CSI < ... M.
+      subject.write(`${DRAW_APP}${mode ? `\x1b[?${mode};1000h` : "\x1b[?1000h"}`);
+      await subject.settled();
+      const { client } = await attach(subject.mirror, 100);
+      expect(click(subject.reference)).toBe(report);
+      expect(click(client)).toBe(report);
+    });
+  }
+
+
   test("while a full-screen app runs, missed output is not replayed and the snapshot shows the app", async () => {
     using subject = new MirrorUnderTest({ cols: 40, rows: 24, scrollback: 1000 });
     subject.write("$ echo before\r\nbefore\r\n$ htop\r\n");
