@@ -210,7 +210,7 @@ describe("terminal sessions over HTTP", () => {
     const admin = await world.signedIn(project, "admin");
     const marker = join(world.tempDir("ran"), "ran-by-admin");
     // bash runs PROMPT_COMMAND before its first prompt: no keystroke, no exec (403 for the admin), no screening.
-    const env = { PROMPT_COMMAND: `touch ${marker}`, BASH_ENV: `/nonexistent`, EDITOR: "vim", LANG: "C.UTF-8", LC_ALL: "C.UTF-8" };
+    const env = { PROMPT_COMMAND: `touch ${marker}`, BASH_ENV: `/nonexistent`, GREETING: "from-the-body", LANG: "C.UTF-8", LC_ALL: "C.UTF-8" };
     expect((await createSession(admin.client, { sourceSlug: "container-root", id: "a", env, shell: "/bin/bash" })).status).toBe(201);
     expect((await admin.client.post(`${TERMINAL}/sessions/a/exec`, { command: `touch ${marker}` })).status).toBe(403);
     await waitFor(async () => (await admin.client.get(`${TERMINAL}/sessions/a/read`)).body.lines?.some((line: string) => line.trim() !== ""), "the shell's first prompt");
@@ -219,7 +219,8 @@ describe("terminal sessions over HTTP", () => {
     const shell = world.hatch.terminal.sessions.get({ userId: admin.user.id, projectId: project.id, agentId: null, id: "a" });
     const shellEnv = readFileSync(`/proc/${shell.pid}/environ`, "utf8").split("\0");
     expect(shellEnv).toEqual(expect.arrayContaining(["LANG=C.UTF-8", "LC_ALL=C.UTF-8"]));
-    expect(shellEnv.filter((kv) => /^(PROMPT_COMMAND|BASH_ENV|EDITOR)=/.test(kv))).toEqual([]);
+    // (The server's own environment is not the body's to change: only what the body asked for is checked.)
+    expect(shellEnv.filter((kv) => /^(PROMPT_COMMAND|BASH_ENV|GREETING)=/.test(kv))).toEqual([]);
   });
 
   test("a caller who types still cannot set what runs code before the first line (PROMPT_COMMAND, PS1, BASH_ENV, LD_PRELOAD)", async () => {
@@ -228,8 +229,11 @@ describe("terminal sessions over HTTP", () => {
     const marker = join(world.tempDir("ran"), "ran-at-start");
     const env = { PROMPT_COMMAND: `touch ${marker}`, PS1: `$(touch ${marker})> `, BASH_ENV: "/nonexistent", LD_PRELOAD: "/nonexistent.so", EDITOR: "vim" };
     expect((await createSession(owner.client, { sourceSlug: "container-root", id: "m", env, shell: "/bin/bash" })).status).toBe(201);
-    const seen = await owner.client.post(`${TERMINAL}/sessions/m/exec`, { command: 'echo "${PROMPT_COMMAND-unset} ${PS1-unset} ${BASH_ENV-unset} ${LD_PRELOAD-unset} $EDITOR"' });
-    expect(seen.body.output).toBe("unset unset unset unset vim\n");
+    // Whatever the server's own environment holds, none of these comes from the body; EDITOR, which runs nothing at start, does.
+    const seen = await owner.client.post(`${TERMINAL}/sessions/m/exec`, { command: 'printf "%s|" "$PROMPT_COMMAND" "$PS1" "$BASH_ENV" "$LD_PRELOAD" "$EDITOR"' });
+    expect(seen.body.output).toEndWith("|vim|");
+    expect(seen.body.output).not.toContain(marker);
+    expect(seen.body.output).not.toContain("/nonexistent");
     await waitFor(async () => (await owner.client.get(`${TERMINAL}/sessions/m/read`)).body.lines?.some((line: string) => line.trim() !== ""), "the shell's first prompt");
     expect(existsSync(marker)).toBe(false);
   });
