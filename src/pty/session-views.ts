@@ -253,7 +253,7 @@ export class SessionViews {
 
   #send(view: View, bytes: Uint8Array): void {
     const holder = this.#leaseHolder === view.id;
-    // An observer never gets past the high watermark: it lags instead and catches up by snapshot.
+    // An observer never gets past the high watermark by more than one read: it lags instead and catches up by snapshot.
     // Nor does any view whose client is not reading, whatever it acks. An honest client cannot have
     // more queued here (beyond its last snapshot) than it has not acked, give or take frame headers
     // and control messages. The holder's unacked output can pass the watermark, as a paused PTY still
@@ -263,11 +263,10 @@ export class SessionViews {
     const queued = view.sink.buffered() - view.snapshotAllowance;
     const owed = Math.min(view.unacked, HIGH_WATERMARK_BYTES + PAUSED_SPILL_BYTES);
     const backedUp = queued > HIGH_WATERMARK_BYTES && queued > 2 * owed + CONTROL_SLACK_BYTES;
-    if ((!holder && view.unacked > 0 && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) || backedUp) {
+    // A view that owes no ack yet (less than ACK_EVERY_BYTES unacked) takes the read whole, even one past the
+    // watermark (Bun hands over up to ~135 KB): cut off now, it would wait for an ack its client has no reason to send.
+    if ((!holder && view.unacked >= ACK_EVERY_BYTES && view.unacked + bytes.length > HIGH_WATERMARK_BYTES) || backedUp) {
       view.lagging = true;
-      // One read larger than the watermark (Bun hands over up to ~135 KB) behind a prompt's worth of unacked
-      // output: a client that acks every ACK_EVERY_BYTES owes no ack, and waiting for one would freeze the view.
-      if (view.unacked < ACK_EVERY_BYTES) this.#catchUpOnceDrained(view);
       return;
     }
     view.sink.output(bytes);
