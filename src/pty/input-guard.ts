@@ -170,8 +170,9 @@ export class InputGuard {
     // Esc then v: vi mode's edit-and-execute-command, which runs the line through $VISUAL with no Enter.
     // Esc or Ctrl+X then Enter: one key to bash's emacs mode (M-C-m, C-x C-m, unbound: it beeps and the line
     // stays), but accept-line in vi's command mode. Either way the line is checked; it does not end here.
-    const afterPrefix = this.#escape === ESCAPE || this.#afterCtrlX;
-    if (afterPrefix && !this.#inPaste && (c === "v" ? this.#escape === ESCAPE : c === "\r" || c === "\n")) {
+    const escapeV = this.#escape === ESCAPE && c === "v";
+    const prefixedEnter = (this.#escape === ESCAPE || this.#afterCtrlX) && (c === "\r" || c === "\n");
+    if ((escapeV || prefixedEnter) && !this.#inPaste) {
       this.#escape = null;
       this.#afterCtrlX = false;
       this.#edited = true;
