@@ -57,11 +57,11 @@ export interface LinuxCalls {
   /**
    * Move the calling thread into a new, empty network namespace (no interface
    * up): no TCP, UDP or other network at all, whatever Landlock's network
-   * rights cover. Needs CAP_SYS_ADMIN, so false (nothing changed) where the
-   * helper runs without it: inside bwrap, which made one already, or a
-   * service not running as root.
+   * rights cover. Needs CAP_SYS_ADMIN, so it does nothing where the helper
+   * runs without it: inside bwrap, which made one already, or a service not
+   * running as root.
    */
-  unshareNetwork(): boolean;
+  unshareNetwork(): void;
   /** Load a seccomp filter (`struct sock_filter` records) on the calling thread; needs no_new_privs. Inherited across execve. */
   installSeccomp(filter: Buffer): void;
   /** Empty the bounding, ambient, effective, permitted and inheritable sets and lock securebits when allowed. */
@@ -143,8 +143,7 @@ export function loadLinuxCalls(): LinuxCalls {
       check("prctl(PR_SET_NO_NEW_PRIVS)", c.prctl(PR.SET_NO_NEW_PRIVS, 1, 0, 0, 0));
     },
     unshareNetwork() {
-      if (c.unshare(CLONE_NEWNET) === 0) return true;
-      if (errno() === EPERM) return false;
+      if (c.unshare(CLONE_NEWNET) === 0 || errno() === EPERM) return;
       throw new SyscallError("unshare(CLONE_NEWNET)", errno());
     },
     installSeccomp(filter) {
