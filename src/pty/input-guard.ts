@@ -1,4 +1,5 @@
 import { Blocklist, type BlocklistOptions, type LineVerdict } from "./blocklist.ts";
+import { parseShellLine } from "./shell-words.ts";
 
 /**
  * Line-buffered input screening in front of a PTY. Keystrokes stay
@@ -55,7 +56,7 @@ export const ECHO_WAIT_MS = 250;
 /** Longest line held for screening; a longer one is refused rather than checked in part. */
 export const MAX_LINE_CHARS = 256 * 1024;
 /**
- * Longest backslash-continued prefix carried into the next line. Each line
+ * Longest continued prefix (a trailing backslash, `|`, `&&` or `||`) carried into the next line. Each line
  * re-checks the whole prefix, so the cap keeps a stream of short continued
  * lines from costing quadratic time; past it lines are refused until Ctrl+C.
  */
@@ -311,6 +312,8 @@ export class InputGuard {
     this.#reset({ clearContinuation: true });
     // "rm -rf \" then "/" is one command to the shell: keep the prefix for the next line.
     if (backslashes % 2 === 1) this.#continued = typed.slice(0, -1);
+    // So is "env |" then "grep -i token": the shell asks for the rest of the pipeline.
+    else if (parseShellLine(typed).endsInOperator) this.#continued = typed + "\n";
     return undefined;
   }
 

@@ -21,6 +21,8 @@ export interface SimpleCommand {
 export interface ParsedLine {
   commands: SimpleCommand[];
   substitutions: string[];
+  /** The line ends in `|`, `|&`, `&&` or `||` (a comment after it aside): the shell reads the next line as the rest of the list. */
+  endsInOperator: boolean;
 }
 
 /**
@@ -35,6 +37,8 @@ export function parseShellLine(line: string): ParsedLine {
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*/;
+/** Operators that leave a command list unfinished at the end of a line. */
+const CONTINUING_OPERATORS = new Set(["|", "|&", "&&", "||"]);
 
 class Scanner {
   readonly commands: SimpleCommand[] = [];
@@ -43,6 +47,8 @@ class Scanner {
   #word: string | null = null;
   #redirect: string | null = null;
   #i = 0;
+  /** Control-operator characters since the last word, quote or redirection: `&&` at the end leaves "&&". */
+  #operator = "";
 
   constructor(readonly line: string) {}
 
@@ -51,7 +57,15 @@ class Scanner {
     while (this.#i < line.length) {
       const c = line[this.#i]!;
       const next = line[this.#i + 1];
-      if (c === "#" && this.#word === null) break; // a comment runs to the end of the line
+      if (c === "#" && this.#word === null) {
+        // A comment runs to the end of its line; a continued line joined on "\n" goes on after it.
+        const newline = line.indexOf("\n", this.#i);
+        if (newline === -1) break;
+        this.#i = newline;
+        continue;
+      }
+      if (c === "|" || (c === "&" && next !== ">")) this.#operator += c;
+      else if (!/\s/.test(c)) this.#operator = "";
       if (c === "'") this.#singleQuoted();
       else if (c === '"') this.#doubleQuoted();
       else if (c === "\\") this.#escaped();
@@ -62,7 +76,8 @@ class Scanner {
       else this.#plain(c);
     }
     this.#endCommand();
-    return { commands: this.commands, substitutions: this.substitutions };
+    const endsInOperator = CONTINUING_OPERATORS.has(this.#operator);
+    return { commands: this.commands, substitutions: this.substitutions, endsInOperator };
   }
 
   #plain(c: string): void {

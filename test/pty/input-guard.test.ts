@@ -80,6 +80,24 @@ describe("plain typing", () => {
     expect(h.blocked).toEqual([{ reason: "recursive delete of /", line: "rm -rf /" }]);
   });
 
+  test("a line ending in |, |&, && or || is checked joined to the next: the shell reads them as one list", async () => {
+    for (const operator of ["|", "|&", "&&", "||"]) {
+      const h = harness();
+      await h.guard.push(`env ${operator} # dump it\r`);
+      await h.guard.push("grep -i token\r");
+      expect(h.pty()).toBe(`env ${operator} # dump it\rgrep -i token${LINE_KILL}`);
+      expect(h.blocked).toEqual([{ reason: "probe of secret environment variables", line: `env ${operator} # dump it\ngrep -i token` }]);
+    }
+  });
+
+  test("a finished line (a quoted or trailing-& operator) is not joined to the next", async () => {
+    const h = harness();
+    await h.guard.push("env 'x |'\r");
+    await h.guard.push("sleep 1 &\r");
+    await h.guard.push("grep -i token file\r");
+    expect(h.blocked).toEqual([]);
+  });
+
   test("Ctrl+D on a non-empty blocked line wipes it instead of handing it to a cooked-mode reader", async () => {
     const h = harness();
     await h.guard.push("reboot\x04");

@@ -24,6 +24,12 @@ describe("parseShellLine", () => {
     expect(parseShellLine("root@box:/# ls").commands.map((c) => c.words)).toEqual([["root@box:/#", "ls"]]);
   });
 
+  test("a line ending in a control operator that needs more is marked, whatever follows it in a comment", () => {
+    const ends = (line: string) => parseShellLine(line).endsInOperator;
+    expect(["env |", "env|", "a |&", "make &&  ", "a || # or else", "x=$(id) |"].map(ends)).toEqual([true, true, true, true, true, true]);
+    expect(["env", "sleep 1 &", "echo '|'", "echo \\|", "ls >|", "a | b", "# x |", "echo \"&&\""].map(ends)).toEqual([false, false, false, false, false, false, false, false]);
+  });
+
   test("here-strings, fd duplications and &> are redirections", () => {
     const { commands } = parseShellLine("cat <<< $X 2>&1 &>log");
     expect(commands[0]!.redirects).toEqual([

@@ -255,6 +255,23 @@ describe("line-buffered input screening", () => {
     await expectBlockedNeverRan(terminal, marker);
   });
 
+  test("a line ending in a pipe is checked with the line that completes it: `env |` then `grep -i token` never runs", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "pipeline-ran");
+    await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
+    // Bash runs nothing of the list until its last line: the touch would run with the grep.
+    terminal.type(`touch ${marker}; env |\r`);
+    await terminal.sees("> ");
+    terminal.type("grep -i token\r");
+    await terminal.control("blocked");
+    // The shell still waits for the pipeline's end: Ctrl+C drops it, as a user would.
+    // The tty flushes typeahead on SIGINT: the next line waits for the fresh prompt.
+    terminal.type("\x03");
+    await terminal.sees(/\^C[\s\S]*[#$] $/);
+    await expectBlockedNeverRan(terminal, marker);
+  });
+
   test("Backspace after a combining mark erases the whole character in readline, and the guard's line agrees", async () => {
     await using world = await startWorld();
     const { terminal } = await ownerAtContainerRoot(world);
