@@ -204,6 +204,8 @@ function power(program: string, args: string[]): string | null {
 /** `kill -9 -1` signals every process the user owns, the server's own among them. */
 function killEverything(program: string, args: string[]): string | null {
   if (program !== "kill") return null;
+  // `kill -l 1` and `kill -L` list signal names: they signal nothing.
+  if (/^(-[lL]|--list|--table)(=|$)/.test(args[0] ?? "")) return null;
   const pids: string[] = [];
   let signalSeen = false;
   for (let i = 0; i < args.length; i++) {
@@ -213,7 +215,7 @@ function killEverything(program: string, args: string[]): string | null {
       break;
     }
     if (arg === "-s" || arg === "-n") i++;
-    else if (arg.startsWith("-") && !signalSeen && !/^-l|^-L/.test(arg)) signalSeen = true;
+    else if (arg.startsWith("-") && !signalSeen) signalSeen = true;
     else pids.push(arg);
   }
   if (pids.includes("-1")) return "kill of every process";

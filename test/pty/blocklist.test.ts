@@ -80,6 +80,8 @@ const BLOCKED: Record<string, Record<string, string>> = {
     "systemctl halt": "halt of the machine",
     "systemctl isolate reboot.target": "reboot of the machine",
     "kill -9 -1": "kill of every process",
+    "kill -9 1": "kill of the init process",
+    "kill -s KILL -- -1": "kill of every process",
   },
   "credential files and the platform zone": {
     "cat ~/.ssh/id_rsa": "access to SSH keys (~/.ssh)",
@@ -133,7 +135,7 @@ const ALLOWED = [
   "systemctl status nginx", "sudo systemctl restart nginx", "journalctl -u ssh", "init", "initdb -D pgdata",
   "ssh user@host", "ssh-keygen -t ed25519 -C me", "vim ~/.bashrc", "cat ~/.gitconfig", "ls ~/.config",
   "dd if=/dev/zero of=disk.img bs=1M count=10", "dd if=/dev/sda of=backup.img", "echo x > /dev/null", "cat log 2>/dev/null",
-  "make -j4 2>&1 | tee build.log", "kill -9 1234", "kill -1 4321", "kill %1", "f() { echo hi; }; f",
+  "make -j4 2>&1 | tee build.log", "kill -9 1234", "kill -1 4321", "kill %1", "kill -l 1", "kill -L", "kill --list=9", "kill -l 15", "f() { echo hi; }; f",
   "npm install", "npm config get registry", "git push origin main", "export GITHUB_TOKEN=abc",
   'curl -H "Authorization: Bearer $GITHUB_TOKEN" https://api.github.com', "docker run --rm -it ubuntu bash",
   "ls /srv/hatch/database", "cat /srv/hatch/data/scratch/hatch-scratch-ab/image-1.png",
