@@ -43,8 +43,8 @@ const HIDE_CURSOR = "\x1b[?25l";
  * into a fresh terminal of the same size: scrollback (from the cache), the
  * normal screen, the alternate screen when a full-screen app runs, colours
  * and attributes, modes, scroll regions, tab stops, character sets, the
- * current SGR state, the saved cursors and the cursor position (a wrap
- * pending at the right edge included).
+ * current SGR state, the saved cursors, the cursor position (a wrap
+ * pending at the right edge included) and its shape, and the mouse encoding.
  *
  * The parts are joined so that each is written in the state its serializer
  * assumes: the history with a two-row scroll region, then a blank screen with
@@ -108,7 +108,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   data += setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
   // After everything printed: the character sets change how the client prints ASCII.
   data += charsetSequence(terminal);
-  data += mouseEncodingSequence(terminal);
+  data += mouseEncodingSequence(terminal) + cursorShapeSequence(terminal);
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
   return data;
 }
@@ -215,6 +215,22 @@ function scrollRegion(terminal: Terminal, buffer: "normal" | "alt"): { top: numb
 function mouseEncodingSequence(terminal: Terminal): string {
   const encoding = coreOf(terminal)?.coreMouseService?.activeEncoding;
   return encoding === "SGR" ? "\x1b[?1006h" : encoding === "SGR_PIXELS" ? "\x1b[?1016h" : "";
+}
+
+/** DECSCUSR parameters by shape, blinking first: 1 blinking block, 2 steady block, 3-4 underline, 5-6 bar. */
+const CURSOR_SHAPES: Record<string, [blinking: number, steady: number]> = { block: [1, 2], underline: [3, 4], bar: [5, 6] };
+
+/**
+ * The cursor shape a program set with DECSCUSR (vim's bar in insert mode, a
+ * shell's underline): without it a reconnected client shows the user's own
+ * shape until the program happens to set it again. Nothing when the program
+ * never set one, or reset it (DECSCUSR 0), so the client's preference stands.
+ */
+function cursorShapeSequence(terminal: Terminal): string {
+  const modes = coreOf(terminal)?.coreService?.decPrivateModes;
+  const shape = typeof modes?.cursorStyle === "string" ? CURSOR_SHAPES[modes.cursorStyle] : undefined;
+  if (!shape) return "";
+  return `\x1b[${modes?.cursorBlink === false ? shape[1] : shape[0]} q`;
 }
 
 function isCursorHidden(terminal: Terminal): boolean {

@@ -20,7 +20,7 @@ export interface BufferInternals {
 /** The parts of xterm.js's internal core a snapshot reads (xterm is pinned; the snapshot tests compare with a reference). */
 export interface CoreInternals {
   buffers?: Partial<Record<"normal" | "alt", BufferInternals>>;
-  coreService?: { isCursorHidden?: unknown };
+  coreService?: { isCursorHidden?: unknown; decPrivateModes?: { cursorStyle?: unknown; cursorBlink?: unknown } };
   coreMouseService?: { activeEncoding?: unknown };
   _inputHandler?: { _curAttrData?: Partial<CellAttributes>; selectCharset?: unknown };
   _charsetService?: { glevel?: unknown; charset?: unknown; _charsets?: unknown };

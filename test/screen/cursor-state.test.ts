@@ -33,6 +33,15 @@ describe("cursor state in snapshots", () => {
     }
   });
 
+  test("a cursor shape a program set (DECSCUSR: vim's bar in insert mode, a blinking underline) is carried; a reset one is left to the user", async () => {
+    await expectEachCarried({ cols: 20, rows: 4 }, {
+      steadyBar: ["\x1b[6 qinsert", "\x1b[2 q"],
+      blinkingUnderline: ["\x1b[3 q", "x"],
+      blinkingBlock: ["\x1b[1 q", "\x1b[0 q"],
+      reset: ["\x1b[6 q\x1b[0 q", "\x1b[5 q"],
+    });
+  });
+
   test("a saved cursor (DECSC, or DECSET 1049 when a full-screen app started) is restored to the same place and colours", async () => {
     const cases: Record<string, [setup: string, after: string]> = {
       decsc: ["\x1b[2;4H\x1b[1;31m\x1b7\x1b[0m\x1b[4;1Hprompt$ ", "\x1b8saved"],

@@ -106,6 +106,8 @@ export interface ScreenState {
   normal: string[];
   alternate: string[];
   modes: Terminal["modes"];
+  /** The cursor shape a program set with DECSCUSR (vim's bar in insert mode); undefined for the user's own. */
+  cursorShape: { style: unknown; blink: unknown };
 }
 
 /**
@@ -129,7 +131,14 @@ export function screenState(terminal: Terminal, reference: Terminal = terminal):
         ? describeRows(alternate, alternate.baseY, terminal.rows, cols, leniency(judged.alternate, judged.alternate.baseY, cols, judged.alternate.baseY))
         : [],
     modes: { ...terminal.modes },
+    cursorShape: cursorShapeOf(terminal),
   };
+}
+
+/** xterm.js keeps the DECSCUSR shape among its private modes, which its API does not expose. */
+function cursorShapeOf(terminal: Terminal): ScreenState["cursorShape"] {
+  const modes = (terminal as unknown as { _core: { coreService: { decPrivateModes: { cursorStyle?: unknown; cursorBlink?: unknown } } } })._core.coreService.decPrivateModes;
+  return { style: modes.cursorStyle, blink: modes.cursorBlink };
 }
 
 /** Rows (counted from the first row described) whose wrap flag, or last cell, a snapshot cannot carry. */
