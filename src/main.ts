@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { createApp, MAX_REQUEST_BODY_BYTES } from "./app.ts";
 import { localUrl, type HatchConfig } from "./config.ts";
 import { claimDataDir, openDataDir, type OpenDatabase, type ServerClaim } from "./db/index.ts";
-import { createPlatform, DEFAULT_LOGIN_THROTTLE, FEATURES, hasFeature, loadSecretKey, LoginThrottle, platformRoutes, type Platform } from "./platform/index.ts";
+import { DEFAULT_LOGIN_THROTTLE, FEATURES, hasFeature, LoginThrottle, openPlatform, platformRoutes, type Platform } from "./platform/index.ts";
 import { cachedProbe, dotenvFiles } from "./confine/index.ts";
 import { createTerminalPart, originPolicy, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
 import { fireRoutes, triggerRoutes, WebhookTokens } from "./fire/index.ts";
@@ -48,8 +48,7 @@ async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverri
   for (const path of database.narrowed) console.warn(`hatch: ${path} was open to other users; narrowed it to its owner`);
   let platform: Platform;
   try {
-    platform = createPlatform({ db: database.db, secretKey: await loadSecretKey(config), sessionTtlMs: config.sessionTtlHours * 3600_000 });
-    await platform.secrets.checkKey();
+    platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000 });
   } catch (error) {
     database.close();
     throw error;

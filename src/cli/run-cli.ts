@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type HatchConfig } from "../config.ts";
 import { openDataDir } from "../db/index.ts";
-import { createPlatform, HatchError, loadSecretKey, type Platform } from "../platform/index.ts";
+import { HatchError, openPlatform, type Platform } from "../platform/index.ts";
 import { UsageError, type Command, type CommandContext } from "./command.ts";
 
 /** Where the CLI writes; injectable so tests can read it. */
@@ -82,7 +82,7 @@ export async function runCli(
   }
   const ctx: CommandContext = {
     config,
-    platform: async () => (opened.current ??= await openPlatform(config)).platform,
+    platform: async () => (opened.current ??= await openDataDirPlatform(config)).platform,
     readStdin: options.stdin ?? (async () => ""),
   };
   try {
@@ -104,12 +104,11 @@ export async function runCli(
   }
 }
 
-async function openPlatform(config: HatchConfig) {
+async function openDataDirPlatform(config: HatchConfig) {
   let database;
   try {
     database = openDataDir(config.dataDir);
-    const platform = createPlatform({ db: database.db, secretKey: await loadSecretKey(config), sessionTtlMs: config.sessionTtlHours * 3600_000 });
-    await platform.secrets.checkKey();
+    const platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000 });
     return { platform, close: database.close };
   } catch (error) {
     database?.close();

@@ -1,3 +1,4 @@
+import { rmSync } from "node:fs";
 import type { Db } from "../db/index.ts";
 import { AccessChanges } from "./access-changes.ts";
 import { Agents } from "./agents.ts";
@@ -6,6 +7,7 @@ import { AuthSessions } from "./auth-sessions.ts";
 import { CallerResolver } from "./caller.ts";
 import { Projects } from "./projects.ts";
 import { Roles } from "./roles.ts";
+import { loadSecretKey } from "./secret-key.ts";
 import { Secrets } from "./secrets.ts";
 import { Settings } from "./settings.ts";
 import { Users } from "./users.ts";
@@ -58,4 +60,28 @@ export function createPlatform(options: PlatformOptions): Platform {
     accessChanges,
     startedAt: now(),
   };
+}
+
+/** Options for `openPlatform`: where the key comes from instead of the key. */
+export interface OpenPlatformOptions extends Omit<PlatformOptions, "secretKey"> {
+  secretKey: string | null;
+  dataDir: string;
+}
+
+/**
+ * Load the secret key and build the platform on it, refusing a key that is not
+ * the one the data dir's secrets were sealed with. A key file this call
+ * generated is then removed again: the data dir is left as it was, and the
+ * operator restores the right one instead of finding a wrong one in its place.
+ */
+export async function openPlatform(options: OpenPlatformOptions): Promise<Platform> {
+  const { key, createdFile } = await loadSecretKey(options);
+  const platform = createPlatform({ ...options, secretKey: key });
+  try {
+    await platform.secrets.checkKey();
+  } catch (error) {
+    if (createdFile) rmSync(createdFile, { force: true });
+    throw error;
+  }
+  return platform;
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Database } from "bun:sqlite";
@@ -39,7 +39,7 @@ describe("secrets", () => {
       const { loadSecretKey } = await import(${JSON.stringify(join(import.meta.dir, "../../src/platform/index.ts"))});
       await Bun.sleep(${at} - Date.now());
       try {
-        const key = await loadSecretKey({ secretKey: null, dataDir: ${JSON.stringify(dataDir)} });
+        const { key } = await loadSecretKey({ secretKey: null, dataDir: ${JSON.stringify(dataDir)} });
         const sealed = await crypto.subtle.encrypt({ name: "AES-GCM", iv: new Uint8Array(12) }, key, new TextEncoder().encode("probe"));
         console.log(Buffer.from(sealed).toString("base64"));
       } catch (error) {
@@ -105,9 +105,18 @@ describe("secrets", () => {
 
     test("a lost or regenerated secret.key is refused while secrets are stored, and taken when none are", async () => {
       using stored = dataDirOf();
-      await withSecret(stored);
-      rmSync(join(stored, "secret.key"));
+      const projectId = await withSecret(stored);
+      const keyFile = join(stored, "secret.key");
+      const backup = readFileSync(keyFile);
+      rmSync(keyFile);
       await expect(startHatch(config(stored))).rejects.toThrow(MISMATCH);
+      // The key the refused start generated is not left behind to be mistaken for the real one.
+      expect(existsSync(keyFile)).toBe(false);
+      const cli = await runCli(["admin", "setting", "get"], adminCommands, { env: { HATCH_DATA_DIR: stored }, stdin: async () => "", io: { out: () => {}, err: () => {} } });
+      expect({ cli, keyFileLeft: existsSync(keyFile) }).toEqual({ cli: 1, keyFileLeft: false });
+      writeFileSync(keyFile, backup, { mode: 0o600 });
+      await using restored = await startHatch(config(stored));
+      expect(await restored.platform.secrets.reveal("project", projectId, "openai.key")).toBe("sk-live-1234567890");
 
       using empty = dataDirOf();
       await (await startHatch(config(empty))).stop();
