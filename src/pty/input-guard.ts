@@ -1,4 +1,5 @@
 import { Blocklist, type BlocklistOptions, type LineVerdict } from "./blocklist.ts";
+import type { CursorLine } from "../screen/index.ts";
 import { parseShellLine } from "./shell-words.ts";
 
 /**
@@ -20,8 +21,8 @@ import { parseShellLine } from "./shell-words.ts";
 export interface InputGuardOptions extends BlocklistOptions {
   /** Bytes for the PTY, in order. */
   forward(bytes: string): void;
-  /** The screen mirror's text of the cursor line (the logical line, wrapped rows joined), once the output so far is parsed. */
-  currentLine(): Promise<string>;
+  /** The screen mirror's cursor line (the logical line, wrapped rows joined, and rows above that may start it), once the output so far is parsed. */
+  currentLine(): Promise<CursorLine>;
   /** Resolves once the PTY output caused by the bytes forwarded so far is in the mirror. */
   settled(): Promise<void>;
   /** A line was refused; `reason` is a short sentence for the user and the audit log. */
@@ -277,8 +278,13 @@ export class InputGuard {
   /** Check what was typed and what the screen shows, once the shell's echo has arrived. */
   async #screenEdited(typed: string, readings: string[]): Promise<[LineVerdict, string]> {
     await withTimeout(this.#options.settled(), this.#echoWaitMs);
-    const screen = (await this.#options.currentLine()).trimEnd();
-    return this.#firstBlocked([...readings, screen, ...promptSuffixes(screen).map((s) => this.#continued + s)], typed);
+    const { line, before } = await this.#options.currentLine();
+    const screen = line.trimEnd();
+    // A line the shell redrew at the wrap may start on a line above that is not marked as wrapping into it:
+    // read it from the prompts at the start of each of those as well, nearest first.
+    const commands = promptSuffixes(screen);
+    for (let i = before.length - 1; i >= 0; i--) commands.push(...promptSuffixes(before.slice(i).join("") + screen, before[i]!.length));
+    return this.#firstBlocked([...readings, screen, ...commands.map((s) => this.#continued + s)], typed);
   }
 
   /** The first reading of a line that is blocked, or "allowed" for `typed`. */
@@ -343,10 +349,10 @@ function whenJudged(judged: Judgement | Promise<Judgement>, then: (judgement: Ju
 }
 
 /** Where a command may begin on a screen line that starts with a prompt. */
-function promptSuffixes(screen: string): string[] {
+function promptSuffixes(screen: string, promptsBefore = screen.length): string[] {
   const suffixes: string[] = [];
   for (const match of screen.matchAll(PROMPT_END)) {
-    if (suffixes.length >= MAX_PROMPT_CANDIDATES) break;
+    if (suffixes.length >= MAX_PROMPT_CANDIDATES || match.index >= promptsBefore) break;
     suffixes.push(screen.slice(match.index + match[0].length));
   }
   return suffixes;

@@ -1,5 +1,5 @@
 import type { Terminal } from "@xterm/headless";
-import { lastLines, logicalLineAt } from "./buffer-text.ts";
+import { cursorLineAt, lastLines } from "./buffer-text.ts";
 import { createMirrorTerminal } from "./mirror-terminal.ts";
 import { ParseQueue } from "./parse-queue.ts";
 import type { FromParser, Question, TerminalSnapshot, ToParser } from "./parser-protocol.ts";
@@ -85,7 +85,7 @@ export class ParserHost {
         return lastLines(terminal.buffer.normal, question.max, terminal.cols);
       case "currentLine": {
         const buffer = terminal.buffer.active;
-        return logicalLineAt(buffer, buffer.baseY + buffer.cursorY, terminal.cols);
+        return cursorLineAt(buffer, buffer.baseY + buffer.cursorY, terminal.cols);
       }
     }
   }

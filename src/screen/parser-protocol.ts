@@ -1,3 +1,4 @@
+import type { CursorLine } from "./buffer-text.ts";
 import type { StreamState } from "./parse-queue.ts";
 
 /**
@@ -33,7 +34,7 @@ export interface Answers {
   snapshot: TerminalSnapshot;
   settled: null;
   readLines: string[];
-  currentLine: string;
+  currentLine: CursorLine;
 }
 
 /** Main thread to parser thread. */

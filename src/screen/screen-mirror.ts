@@ -1,3 +1,4 @@
+import type { CursorLine } from "./buffer-text.ts";
 import { OutputRing } from "./output-ring.ts";
 import type { Answers, Question } from "./parser-protocol.ts";
 import type { ParsedTerminal, ParserThread } from "./parser-thread.ts";
@@ -48,6 +49,8 @@ const START_OVER_BACKLOG_BYTES = 16 * 1024 * 1024;
 const ENTER_ALT_SCREEN = "\x1b[?1049h";
 
 const encoder = new TextEncoder();
+/** The cursor line of a disposed mirror. */
+const NO_LINE: CursorLine = { line: "", before: [] };
 
 /**
  * How long a snapshot waits for the rest of a sequence or character that a
@@ -278,16 +281,17 @@ export class ScreenMirror {
 
   /**
    * Plain text of the logical line the cursor is on (wrapped rows joined) in
-   * the active buffer, once everything written so far is parsed; "" once the
-   * mirror is disposed.
+   * the active buffer, with the edge-reaching rows above that may be its start
+   * (see `CursorLine`), once everything written so far is parsed; empty once
+   * the mirror is disposed.
    */
-  async currentLine(): Promise<string> {
-    if (this.#disposed) return "";
+  async currentLine(): Promise<CursorLine> {
+    if (this.#disposed) return NO_LINE;
     try {
       const [line] = await this.#ask("read the cursor line", { kind: "currentLine" });
       return line;
     } catch (error) {
-      if (this.#disposed) return "";
+      if (this.#disposed) return NO_LINE;
       throw error;
     }
   }

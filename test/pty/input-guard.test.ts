@@ -10,12 +10,12 @@ const UP = "\x1b[A";
 function harness(overrides: Partial<InputGuardOptions> = {}) {
   const forwarded: string[] = [];
   const blocked: { reason: string; line: string }[] = [];
-  const screen = { line: "" };
+  const screen = { line: "", before: [] as string[] };
   let settledCalls = 0;
   const blocklist = new Blocklist({ protectedPaths: ["/srv/hatch/data"], home: "/home/ada" });
   const guard = new InputGuard({
     forward: (bytes) => forwarded.push(bytes),
-    currentLine: async () => screen.line,
+    currentLine: async () => ({ line: screen.line, before: screen.before }),
     settled: () => {
       settledCalls++;
       return Promise.resolve();
@@ -168,6 +168,16 @@ describe("lines the shell edited (history, completion, search)", () => {
     expect(h.settledCalls()).toBe(1);
   });
 
+  test("an edited line split on the screen without a wrap mark is read from the prompt on the line above", async () => {
+    const h = harness();
+    await h.guard.push("cat /etc/sha\x1b[D");
+    // What bash leaves after a redraw at the wrap: the line's start fills the row above, not marked as wrapping.
+    h.screen.before = ["ls: cannot access 'x': No such", "ada@box:~$ cat /etc/sha"];
+    h.screen.line = "dow";
+    await h.guard.push("\r");
+    expect(h.blocked).toEqual([{ reason: "access to the password hashes (/etc/shadow)", line: "cat /etc/shadow" }]);
+  });
+
   test("a harmless recalled line runs", async () => {
     const h = harness();
     h.screen.line = "ada@box:~$ ls -la";
@@ -286,7 +296,7 @@ test("without a checkLine the guard builds a Blocklist from its path options", a
   const reasons: string[] = [];
   const guard = new InputGuard({
     forward: (b) => forwarded.push(b),
-    currentLine: async () => "",
+    currentLine: async () => ({ line: "", before: [] }),
     settled: async () => {},
     onBlocked: (reason) => reasons.push(reason),
     protectedPaths: ["/srv/hatch/data"],

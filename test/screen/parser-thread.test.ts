@@ -92,7 +92,7 @@ describe("the parser thread", () => {
     mirror.write(lines(8 * MIB));
     const pending = [mirror.settled(), mirror.drained(0), mirror.currentLine()];
     mirror.dispose();
-    expect(await Promise.all(pending)).toEqual([undefined, undefined, ""]);
+    expect(await Promise.all(pending)).toEqual([undefined, undefined, { line: "", before: [] }]);
     await expect(mirror.readLines(1)).rejects.toThrow("Cannot read lines: screen mirror is disposed");
     await expect(mirror.snapshot()).rejects.toThrow("Cannot snapshot screen: screen mirror is disposed");
   });
@@ -159,6 +159,6 @@ describe("a mirror whose PTY cannot be paused", () => {
     expect(client.buffer.active.type).toBe("alternate");
     expect(client.buffer.active.getLine(0)!.translateToString(true)).toBe("top - 12:00:00 up 3 days");
     mirror.write(encode("\x1b[Htop - 12:00:01"));
-    expect(await mirror.currentLine()).toBe("top - 12:00:01 up 3 days");
+    expect((await mirror.currentLine()).line).toBe("top - 12:00:01 up 3 days");
   });
 });

@@ -37,7 +37,17 @@ describe("plain text", () => {
     mirror.write(encode(`earlier output\r\n${command}`));
     expect(command.length).toBeGreaterThan(40);
     // No settled() first: the line is read once the output written before is parsed.
-    expect(await mirror.currentLine()).toBe(command);
+    expect(await mirror.currentLine()).toEqual({ line: command, before: [] });
+  });
+
+  test("currentLine gives the lines above that reach the edge unwrapped: the start of a line a shell redrew at the wrap", async () => {
+    using mirror = new ScreenMirror({ parser, cols: 10, rows: 8, scrollback: 100 });
+    // Short output, an output row that reaches the edge, then bash's redraw: "$ cat /etc" to the edge, CR LF, the rest.
+    mirror.write(encode("short\r\n0123456789\r\n$ cat /etc\r\n/shadow"));
+    expect(await mirror.currentLine()).toEqual({ line: "/shadow", before: ["0123456789", "$ cat /etc"] });
+    // A row that stops short ends the look upward; a real wrap stays one line.
+    mirror.write(encode("\r\nshort\r\n$ echo 1234567"));
+    expect(await mirror.currentLine()).toEqual({ line: "$ echo 1234567", before: [] });
   });
 
   test("currentLine shows what a recalled history line really contains", async () => {
@@ -45,7 +55,7 @@ describe("plain text", () => {
     // Typing "ls", then Up: bash moves back over the line, erases it and prints the history entry.
     mirror.write(encode("$ ls"));
     mirror.write(encode("\b\b\x1b[Krm -rf /srv/data"));
-    expect(await mirror.currentLine()).toBe("$ rm -rf /srv/data");
+    expect(await mirror.currentLine()).toEqual({ line: "$ rm -rf /srv/data", before: [] });
   });
 
   test("UTF-8 characters split across chunks at any byte are shown whole", async () => {

@@ -272,6 +272,25 @@ describe("line-buffered input screening", () => {
     await expectBlockedNeverRan(terminal, marker);
   });
 
+  test("a line bash redrew at the wrap, split on the screen without a wrap mark, is still read whole", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "redrawn-ran");
+    await runAndSee(terminal, "PS1='$ '; echo ready-$((1+1))", "ready-2");
+    // "$ " and the line's start fill the 80 columns exactly. Typed past the edge and erased back to it,
+    // the rest is printed by bash on the next row itself: xterm marks no wrap there.
+    const start = `touch ${marker}; cat /etc/sh`;
+    const padded = start.replace(";", ";" + " ".repeat(78 - start.length));
+    terminal.type(`${padded}XXXX\x7f\x7f\x7f\x7f`);
+    await terminal.sees(/XXXX[\s\S]*\x08/);
+    // Then the end, and the missing "ad" put back with the arrow keys: the typed bytes spell "/etc/show > /dev/nullad".
+    const end = "ow > /dev/null";
+    terminal.type(end);
+    await terminal.sees(end);
+    terminal.type("\x1b[D".repeat(end.length) + "ad\r");
+    await expectBlockedNeverRan(terminal, marker);
+  });
+
   test("Backspace after a combining mark erases the whole character in readline, and the guard's line agrees", async () => {
     await using world = await startWorld();
     const { terminal } = await ownerAtContainerRoot(world);
