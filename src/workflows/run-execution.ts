@@ -37,11 +37,26 @@ export const STOPPED_ERROR = "The server stopped while this run was working";
 
 /**
  * The reason a working run is aborted with when its creator may no longer run
- * it (`resolveRunAs`): the run then fails with `error`, not `cancelled`, since
- * no one asked for the stop.
+ * it (`creatorRefusal`): the run then ends as a run starting now would (failed
+ * with the reason, or cancelled package-off), not as cancelled by someone.
  */
 export class CreatorAccessLost {
-  constructor(readonly error: string) {}
+  constructor(readonly outcome: CreatorRefusal) {}
+}
+
+/** Why the workflow's creator may not run it now. */
+export type CreatorRefusal = { kind: "failed"; error: string } | { kind: "package-off" };
+
+/**
+ * Whether the creator may run the workflow now: still a member whose role may
+ * run it (`resolveRunAs`), and the agent package not switched off for that
+ * role. Null when they may.
+ */
+export function creatorRefusal(platform: RunExecutionDeps["platform"], workflow: Workflow): CreatorRefusal | null {
+  const runAs = resolveRunAs(platform, workflow);
+  if (!runAs.ok) return { kind: "failed", error: runAs.error };
+  const { roles } = platform;
+  return roles.packageVisible(workflow.projectId, AGENT_PACKAGE, roles.featuresOf(workflow.projectId, runAs.role)) ? null : { kind: "package-off" };
 }
 
 /**
@@ -135,10 +150,8 @@ async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, sig
  */
 function startRefusal(deps: RunExecutionDeps, workflow: Workflow): RunOutcome | null {
   if (workflow.status !== "active") return { kind: "workflow-not-active", status: workflow.status };
-  const runAs = resolveRunAs(deps.platform, workflow);
-  if (!runAs.ok) return { kind: "failed", error: runAs.error };
-  const { roles } = deps.platform;
-  if (!roles.packageVisible(workflow.projectId, AGENT_PACKAGE, roles.featuresOf(workflow.projectId, runAs.role))) return { kind: "package-off" };
+  const refused = creatorRefusal(deps.platform, workflow);
+  if (refused) return refused;
   try {
     // Runs were counted at fire time; tokens are checked again because queued runs spend meanwhile.
     if (workflow.runner.kind === "openai") deps.limits.checkTokens(workflow.projectId);
@@ -150,7 +163,10 @@ function startRefusal(deps: RunExecutionDeps, workflow: Workflow): RunOutcome | 
 
 function aborted(deps: RunExecutionDeps, signal: AbortSignal): RunOutcome {
   if (deps.stopping()) return { kind: "failed", error: STOPPED_ERROR };
-  if (signal.reason instanceof CreatorAccessLost) return { kind: "failed", error: `${signal.reason.error}: the run was stopped while it worked` };
+  if (signal.reason instanceof CreatorAccessLost) {
+    const { outcome } = signal.reason;
+    return outcome.kind === "failed" ? { kind: "failed", error: `${outcome.error}: the run was stopped while it worked` } : outcome;
+  }
   return { kind: "cancelled-while-working" };
 }
 

@@ -1,7 +1,6 @@
 import { badRequest, conflict, HatchError, notFound } from "../platform/index.ts";
 import type { RunListener } from "./run-bus.ts";
-import { resolveRunAs } from "./access.ts";
-import { CreatorAccessLost, executeRun, finish, STOPPED_ERROR, type RunExecutionDeps } from "./run-execution.ts";
+import { CreatorAccessLost, creatorRefusal, executeRun, finish, STOPPED_ERROR, type RunExecutionDeps } from "./run-execution.ts";
 import type { RunSource } from "./run-source.ts";
 import { FINISHED_STATUSES, type Run, type TriggerKindOfRun } from "./runs.ts";
 import type { Triggers } from "./triggers.ts";
@@ -126,11 +125,13 @@ export class WorkflowEngine implements AsyncDisposable {
 
   /**
    * Stop every working run whose creator may no longer run it (removed from the
-   * project, their role lost `core.execute`, or no longer owner or admin for an
-   * `openai` runner): a run executes with its creator's permissions at the time
-   * of the run, not only at its start. Each fails with the reason, which the
-   * audit log records too; resolves with their ids once they have ended. Runs
-   * not yet started need nothing: they check the same at their start.
+   * project, their role lost `core.execute`, no longer owner or admin for an
+   * `openai` runner, or the agent package switched off for their role): a run
+   * executes with its creator's permissions at the time of the run, not only at
+   * its start. Each ends as it would have at its start: failed with the reason
+   * (which the audit log records too), or cancelled package-off. Resolves with
+   * their ids once they have ended. Runs not yet started need nothing: they
+   * check the same at their start.
    */
   async stopRunsOfRevokedCreators(): Promise<string[]> {
     const { runs, workflows, pool, platform } = this.options;
@@ -138,9 +139,9 @@ export class WorkflowEngine implements AsyncDisposable {
     const ids: string[] = [];
     for (const run of runs.unfinished()) {
       const workflow = run.status === "running" ? workflows.get(run.workflowId) : null;
-      const runAs = workflow && resolveRunAs(platform, workflow);
-      if (!runAs || runAs.ok) continue;
-      if (pool.cancel(run.id, new CreatorAccessLost(runAs.error)) !== "aborted") continue;
+      const refused = workflow && creatorRefusal(platform, workflow);
+      if (!refused) continue;
+      if (pool.cancel(run.id, new CreatorAccessLost(refused)) !== "aborted") continue;
       // The run ends on a later turn, once its runner has stopped: subscribing now misses nothing.
       stopped.push(this.#finished(run.id));
       ids.push(run.id);

@@ -163,6 +163,23 @@ describe("the life of a run", () => {
     expect((await owner.client.post(`/api/workflows/${owners.workflow.id}/runs/${owners.runId}/cancel`)).body).toMatchObject({ status: "cancelled", cancelled: "while-working" });
   });
 
+  test("the agent package switched off for the creator's role stops their working run, which ends cancelled package-off as a run starting now would", async () => {
+    await using world = await startWorld({}, { workflows: { accessCheckMs: 100 } });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await memberWithBareRuns(world, project);
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, blocking(dir));
+    const { token } = await issueToken(member.client, workflow.id);
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${runId}.started`)), "the run to start");
+
+    expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.use" })).status).toBe(200);
+    const stopped = await waitForRun(owner.client, workflow.id, runId);
+    expect(stopped).toMatchObject({ status: "cancelled", cancelled: "package-off" });
+    expect(isAlive(Number(readFileSync(join(dir, `${runId}.started`), "utf8")))).toBe(false);
+  });
+
   test("once hatch admin member remove took its creator out of the project, the working run is stopped, a run queued before fails without running, and fires and schedules are refused, recording nothing", async () => {
     await using world = await startWorld({}, { workflows: { poolSize: 1, accessCheckMs: 100 } });
     const project = await world.project();
