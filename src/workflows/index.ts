@@ -10,13 +10,13 @@
  */
 export { managesAll, requireManageable, requireRunnableCreator, requireWorkflowAccess, resolveRunAs, RUN_FEATURE, type RunAs } from "./access.ts";
 export { CommandRunner, MAX_COMMAND_OUTPUT_BYTES, type CommandRunnerOptions } from "./command-runner.ts";
-export { chatMessages, OpenAiRunner, type ChatMessage, type OpenAiRunnerOptions } from "./openai-runner.ts";
+export { chatMessages, OpenAiRunner, retryAfter, type ChatMessage, type OpenAiRunnerOptions } from "./openai-runner.ts";
 export { buildPrompt, renderAnswers, renderDocument, renderInput, UNTRUSTED_NOTE, type Prompt, type ThreadTurn, type TurnInput } from "./prompt.ts";
-export { MAX_RUN_EVENTS, TOO_MANY_EVENTS_ERROR } from "./run-execution.ts";
+export { MAX_RETRY_AFTER_MS, MAX_RUN_EVENTS, TOO_MANY_EVENTS_ERROR } from "./run-execution.ts";
 export { RunBus, type RunFilter, type RunListener, type RunOutcome, type RunRef, type RunUpdate } from "./run-bus.ts";
 export { runRoutes, MAX_RUNS_PAGE } from "./run-routes.ts";
 export { sourceLine, type RunSource } from "./run-source.ts";
-export { RUN_EVENT_TYPES, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
+export { RUN_EVENT_TYPES, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerErrorDetails, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
 export { runnerEnvironment } from "./runner-environment.ts";
 export { FINISHED_STATUSES, RUN_NOT_RECORDED, Runs, type CancelPhase, type PendingRun, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
 export { manageableWorkflow, workflowCaller, workflowRoutes, workflowView } from "./routes.ts";

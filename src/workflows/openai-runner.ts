@@ -14,6 +14,8 @@ export interface OpenAiRunnerOptions {
   /** Reads a project secret (the API key) on the server; null when absent. */
   revealSecret(projectId: string, secretId: string): Promise<string | null>;
   fetch?: typeof fetch;
+  /** The clock a Retry-After date is read against. */
+  now?: () => number;
 }
 
 /** Longest error text kept from an endpoint's answer: enough to diagnose, never a whole HTML page. */
@@ -48,30 +50,42 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     const { settings, workflow } = request;
     const key = await this.options.revealSecret(workflow.projectId, settings.apiKeySecret);
     if (key === null) throw new RunnerFailedError(`Cannot find the project secret "${settings.apiKeySecret}" holding the API key`);
-    const response = await this.#post(request, key);
-    if (!response) return { tokensUsed: 0, stopped: true };
-    const body = (await response.json().catch(() => null)) as CompletionBody | null;
-    if (!response.ok) throw refusal(settings.baseUrl, response.status, body, key);
+    const exchange = await this.#exchange(request, key);
+    if (!exchange) return { tokensUsed: 0, stopped: true };
+    const { response, body } = exchange;
+    // Billed even when the answer is refused below: the spend limit counts what the endpoint counted.
+    const tokensUsed = Math.max(0, Number(body?.usage?.total_tokens) || 0);
+    if (!response.ok) throw refusal(settings.baseUrl, response, body, key, { tokensUsed, now: this.options.now ?? Date.now });
     const message = body?.choices?.[0]?.message;
     if (!message || (message.content !== null && typeof message.content !== "string")) {
-      throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered without a message`);
+      throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered without a message`, { tokensUsed });
     }
     const text = (message.content ?? "").trim();
     if (text) request.emit([{ type: "answer", text }]);
-    return { tokensUsed: Math.max(0, Number(body?.usage?.total_tokens) || 0), stopped: false };
+    return { tokensUsed, stopped: false };
   }
 
-  /** POST the completion request; null when the run was cancelled meanwhile. */
-  async #post(request: RunnerRequest<OpenAiRunnerSettings>, key: string): Promise<Response | null> {
+  /**
+   * POST the completion request and read its answer, both within the turn's
+   * timeout; null when the run was cancelled meanwhile. A body that is not
+   * JSON reads as null.
+   */
+  async #exchange(request: RunnerRequest<OpenAiRunnerSettings>, key: string): Promise<{ response: Response; body: CompletionBody | null } | null> {
     const { settings } = request;
     const signal = AbortSignal.any([request.signal, AbortSignal.timeout(settings.timeoutSeconds * 1000)]);
     try {
-      return await (this.options.fetch ?? fetch)(`${settings.baseUrl}/chat/completions`, {
+      const response = await (this.options.fetch ?? fetch)(`${settings.baseUrl}/chat/completions`, {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         body: JSON.stringify({ model: settings.model, messages: chatMessages(request.prompt) }),
         signal,
       });
+      // A stalled body is the timeout's too, and a cancel stops it: only a body that arrived and is not JSON is null.
+      const body = (await response.json().catch((error: unknown) => {
+        if (signal.aborted) throw error;
+        return null;
+      })) as CompletionBody | null;
+      return { response, body };
     } catch (error) {
       if (request.signal.aborted) return null;
       if (signal.aborted) throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} did not answer within ${settings.timeoutSeconds} s`);
@@ -86,12 +100,30 @@ interface CompletionBody {
   error?: { message?: string } | string;
 }
 
-function refusal(baseUrl: string, status: number, body: CompletionBody | null, key: string): Error {
+function refusal(baseUrl: string, response: Response, body: CompletionBody | null, key: string, context: { tokensUsed: number; now: () => number }): Error {
+  const { status } = response;
   const raw = typeof body?.error === "string" ? body.error : body?.error?.message;
   const detail = raw ? `: ${remoteText(String(raw), key)}` : "";
   const busy = status === 429 || status >= 500;
   const message = `The model endpoint ${baseUrl} answered ${status}${detail}`;
-  return busy ? new RunnerUnavailableError(message) : new RunnerFailedError(message);
+  if (!busy) return new RunnerFailedError(message, { tokensUsed: context.tokensUsed });
+  const retryAfterMs = retryAfter(response.headers.get("retry-after"), context.now());
+  return new RunnerUnavailableError(message, { tokensUsed: context.tokensUsed, ...(retryAfterMs === null ? {} : { retryAfterMs }) });
+}
+
+/**
+ * A Retry-After header as a wait in milliseconds: delay-seconds, or an HTTP
+ * date read against `now`. Null when absent or unreadable.
+ *
+ * @example
+ * retryAfter("2", Date.now()) // => 2000
+ */
+export function retryAfter(header: string | null, now: number): number | null {
+  const value = header?.trim() ?? "";
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  // An HTTP date is always in GMT (RFC 9110); Date.parse alone would take "-5" for a year.
+  const at = value.endsWith(" GMT") ? Date.parse(value) : Number.NaN;
+  return Number.isNaN(at) ? null : Math.max(0, at - now);
 }
 
 /**

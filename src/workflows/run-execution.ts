@@ -32,6 +32,9 @@ export interface RunExecutionDeps {
   stopping(): boolean;
 }
 
+/** Longest Retry-After a run waits for; an endpoint asking for more is tried again then. */
+export const MAX_RETRY_AFTER_MS = 15 * 60_000;
+
 /** The message on a run the server stopped under. */
 export const STOPPED_ERROR = "The server stopped while this run was working";
 
@@ -93,15 +96,19 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
     if (stopped) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
     finish(deps, run, workflow, errorEvent ? { kind: "failed", error: errorEvent } : { kind: "succeeded" }, tokensUsed);
   } catch (error) {
-    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps, signal));
+    const details = error instanceof RunnerUnavailableError || error instanceof RunnerFailedError ? error.details : {};
+    const tokensUsed = details.tokensUsed ?? 0;
+    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
     const attempt = run.attempts + 1;
     if (error instanceof RunnerUnavailableError && attempt <= deps.retryDelaysMs.length) {
-      const delay = deps.retryDelaysMs[attempt - 1]!;
-      deps.runs.markWaitingRetry(runId, deps.now() + delay, error.message);
+      // The endpoint's own Retry-After when it asks for longer (up to a cap): sooner would be refused again.
+      const delay = Math.max(deps.retryDelaysMs[attempt - 1]!, Math.min(details.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
+      deps.runs.markWaitingRetry(runId, deps.now() + delay, error.message, tokensUsed);
+      if (tokensUsed > 0) deps.limits.record(run.projectId, run.queuedAt, { tokens: tokensUsed });
       deps.bus.publish({ type: "status", run: runRef(run), status: "waiting-retry" });
       return { retryAfterMs: delay };
     }
-    finish(deps, run, workflow, { kind: "failed", error: describe(error) });
+    finish(deps, run, workflow, { kind: "failed", error: describe(error) }, tokensUsed);
   }
 }
 

@@ -50,12 +50,32 @@ export interface Runner<S extends RunnerSettings = RunnerSettings> {
   run(request: RunnerRequest<S>): Promise<RunnerResult>;
 }
 
+/** What a turn that failed still tells: the tokens its backend billed, and when the backend asked to be tried again. */
+export interface RunnerErrorDetails {
+  /** Tokens the backend reported spending on the failed turn; they count against the spend limit all the same. */
+  tokensUsed?: number;
+  /** The backend's own wait before a retry (Retry-After), in milliseconds. */
+  retryAfterMs?: number;
+}
+
 /** The runner could not reach its backend, or the backend was busy: the run waits and retries. */
 export class RunnerUnavailableError extends Error {
   override name = "RunnerUnavailableError";
+  constructor(
+    message: string,
+    readonly details: RunnerErrorDetails = {},
+  ) {
+    super(message);
+  }
 }
 
 /** The runner's backend said no, or the turn failed: final; the message goes on the run row. */
 export class RunnerFailedError extends Error {
   override name = "RunnerFailedError";
+  constructor(
+    message: string,
+    readonly details: RunnerErrorDetails = {},
+  ) {
+    super(message);
+  }
 }

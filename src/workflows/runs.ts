@@ -195,13 +195,15 @@ export class Runs {
   markRunning(runId: string): boolean {
     const run = this.get(runId);
     if (!run || (run.status !== "queued" && run.status !== "waiting-retry")) return false;
-    this.#set(runId, { status: "running", startedAt: this.now(), attempts: run.attempts + 1, retryAt: null });
+    // A retry starts clean: the error of the attempt before no longer describes the run.
+    this.#set(runId, { status: "running", startedAt: this.now(), attempts: run.attempts + 1, retryAt: null, error: null });
     return true;
   }
 
-  /** The runner was unavailable: wait, then run again. */
-  markWaitingRetry(runId: string, retryAt: number, error: string): void {
-    this.#set(runId, { status: "waiting-retry", retryAt, error });
+  /** The runner was unavailable: wait, then run again. `tokensUsed`: what the failed attempt still cost. */
+  markWaitingRetry(runId: string, retryAt: number, error: string, tokensUsed = 0): void {
+    const run = this.get(runId);
+    this.#set(runId, { status: "waiting-retry", retryAt, error, tokensUsed: (run?.tokensUsed ?? 0) + tokensUsed });
   }
 
   /** Finish a run unless it already finished; returns the finished run, or null when it had. */

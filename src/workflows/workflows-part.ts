@@ -88,7 +88,7 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
   await clearLeftovers(stores.runs, scratchRoot);
   const runners = {
     command: new CommandRunner({ spawn: options.spawn, baseEnv: options.baseEnv, scratchRoot }),
-    openai: new OpenAiRunner({ revealSecret: (projectId, id) => options.platform.secrets.reveal("project", projectId, id), fetch: options.fetch }),
+    openai: new OpenAiRunner({ revealSecret: (projectId, id) => options.platform.secrets.reveal("project", projectId, id), fetch: options.fetch, now }),
   };
   const engine = new WorkflowEngine({
     ...stores,

@@ -17,6 +17,12 @@ export interface FakeReply {
   /** The error's message; a function is given the key the request carried, to echo it as some servers and proxies do. */
   errorMessage?: string | ((sentKey: string) => string);
   totalTokens?: number;
+  /** Retry-After on an error reply (seconds or an HTTP date), as rate-limited endpoints send it. */
+  retryAfter?: string;
+  /** The message content as an array of parts, as some compatible servers answer (the runner refuses it). */
+  contentAsParts?: boolean;
+  /** Send the status and headers, then stall the body until the request goes away. */
+  stallBody?: boolean;
 }
 
 /** A request the fake received. */
@@ -53,18 +59,25 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
         return Response.json({ error: { message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key" } }, { status: 401 });
       }
       const next = script.shift() ?? { content: `fake answer ${requests.length}` };
+      if (next.stallBody) {
+        // The first bytes of a completion, and then nothing, until the client gives up.
+        const stalled = new ReadableStream({ start: (controller) => controller.enqueue(new TextEncoder().encode('{"id":"chatcmpl-stalled",')) });
+        return new Response(stalled, { headers: { "content-type": "application/json" } });
+      }
       if (next.status && next.status !== 200) {
         const sentKey = (request.headers.get("authorization") ?? "").replace(/^Bearer /, "");
         const message = typeof next.errorMessage === "function" ? next.errorMessage(sentKey) : (next.errorMessage ?? "The server had an error");
-        return Response.json({ error: { message, type: "server_error", code: null } }, { status: next.status });
+        const headers = next.retryAfter === undefined ? undefined : { "retry-after": next.retryAfter };
+        return Response.json({ error: { message, type: next.status === 429 ? "requests" : "server_error", code: null } }, { status: next.status, headers });
       }
       const total = next.totalTokens ?? DEFAULT_TOTAL_TOKENS;
+      const content = next.contentAsParts ? [{ type: "text", text: next.content ?? "" }] : (next.content ?? "");
       return Response.json({
         id: `chatcmpl-${requests.length}`,
         object: "chat.completion",
         created: Math.floor(Date.now() / 1000),
         model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content: next.content ?? "" }, logprobs: null, finish_reason: "stop" }],
+        choices: [{ index: 0, message: { role: "assistant", content }, logprobs: null, finish_reason: "stop" }],
         usage: { prompt_tokens: total - 2, completion_tokens: 2, total_tokens: total },
       });
     },

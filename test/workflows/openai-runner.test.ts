@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
+import { MAX_RETRY_AFTER_MS, retryAfter, UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 import { answers, countRows, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
@@ -215,6 +215,69 @@ describe("the openai runner", () => {
       error: `The workflow's creator "${admin.user.email}" (role "member") is no longer a project owner or admin, so the openai runner may not use the project secret`,
     });
     expect(openai.requests).toHaveLength(1);
+  });
+
+  test("a 429 with Retry-After waits as long as the endpoint asked when that is longer than its own delay, up to a cap", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [10] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    openai.reply({ status: 429, errorMessage: "Rate limit reached", retryAfter: "120" });
+    openai.reply({ status: 429, retryAfter: "86400" });
+    const waits: number[] = [];
+    for (const _ of [1, 2]) {
+      const runId = (await fire(world, workflow.id, token)).body.runId;
+      const waiting = await waitForRun(owner.client, workflow.id, runId, (r) => r.status === "waiting-retry");
+      // Read after the row was written: its retryAt was taken from a clock at most this far along.
+      const readAt = Date.now();
+      waits.push(waiting.retryAt! - waiting.startedAt!);
+      expect(waiting.retryAt).toBeLessThanOrEqual(readAt + MAX_RETRY_AFTER_MS);
+      expect((await owner.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`)).body).toMatchObject({ cancelled: "before-start", error: "The model endpoint " + openai.baseUrl + (waits.length === 1 ? " answered 429: Rate limit reached" : " answered 429: The server had an error") });
+    }
+    expect(waits[0]).toBeGreaterThanOrEqual(120_000);
+    expect(waits[1]).toBeGreaterThanOrEqual(MAX_RETRY_AFTER_MS);
+    expect(openai.requests).toHaveLength(2);
+  });
+
+  test("Retry-After is read as seconds or as an HTTP date", () => {
+    const now = Date.parse("2026-11-24T10:00:00Z");
+    expect(retryAfter("7", now)).toBe(7000);
+    expect(retryAfter("Tue, 24 Nov 2026 10:00:30 GMT", now)).toBe(30_000);
+    expect(retryAfter("Tue, 24 Nov 2026 09:00:00 GMT", now)).toBe(0);
+    expect([retryAfter(null, now), retryAfter("soon", now), retryAfter("-5", now), retryAfter("", now)]).toEqual([null, null, null, null]);
+  });
+
+  test("tokens the endpoint billed for a turn the runner then refuses count on the row and against the spend limit", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    openai.reply({ content: "hello", contentAsParts: true, totalTokens: 500 });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect(run).toMatchObject({ status: "failed", tokensUsed: 500, error: `The model endpoint ${openai.baseUrl} answered without a message` });
+    expect((await owner.client.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 1, tokens: 500 });
+  });
+
+  test("an endpoint that sends its headers and then stalls fails the run as timed out", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner } = await projectWithApiKey(world);
+    const workflow = await createWorkflow(owner.client, { name: "Slow", runner: { kind: "openai", baseUrl: openai.baseUrl, model: "m", apiKeySecret: "openai-key", timeoutSeconds: 1 } });
+    const { token } = await issueToken(owner.client, workflow.id);
+    openai.reply({ stallBody: true });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run).toMatchObject({ status: "failed", error: `The model endpoint ${openai.baseUrl} did not answer within 1 s` });
+  });
+
+  test("a run cancelled while its retry works ends with no error: the earlier attempt's 503 no longer describes it", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [10] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    openai.reply({ status: 503, errorMessage: "overloaded" });
+    openai.reply({ stallBody: true });
+    const runId = (await fire(world, workflow.id, token, { text: "hi" })).body.runId;
+    const retrying = await waitForRun(owner.client, workflow.id, runId, (r) => r.status === "running" && r.attempts === 2 && openai.requests.length === 2);
+    expect(retrying.error).toBeNull();
+    const cancelled = await owner.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    expect(cancelled.body).toMatchObject({ status: "cancelled", cancelled: "while-working", error: null });
   });
 
   test("an unreachable endpoint fails once the retries run out", async () => {
