@@ -3,6 +3,7 @@ import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 import { isAdminRole, requireProjectAdmin } from "./caller.ts";
 import { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { unauthorized, forbidden, notFound, tooMany } from "./errors.ts";
+import { AGENT_PACKAGE } from "./features.ts";
 import { requireJsonBody } from "./json-body.ts";
 import { LoginThrottle } from "./login-throttle.ts";
 import type { Platform } from "./platform.ts";
@@ -17,13 +18,17 @@ export interface PlatformRoutesOptions {
 
 /**
  * Routes of the platform: login, the active project, settings, audit, secrets, roles, agents.
- * Three plugins, one per kind of caller, so each resolves its caller in its own
+ * A plugin per kind of caller, so each resolves its caller in its own
  * `derive` (which Elysia runs before it validates the query and body: without a
  * session every request gets 401, never a 400 that shows what a route takes),
  * and a derive never reaches routes of another kind.
  */
 export function platformRoutes(platform: Platform, options: PlatformRoutesOptions) {
-  return new Elysia({ name: "platform-routes" }).use(sessionRoutes(platform, options)).use(accountRoutes(platform)).use(projectRoutes(platform));
+  return new Elysia({ name: "platform-routes" })
+    .use(sessionRoutes(platform, options))
+    .use(accountRoutes(platform))
+    .use(projectRoutes(platform))
+    .use(agentRoutes(platform));
 }
 
 /** Login and logout: anyone may call them. */
@@ -107,7 +112,7 @@ function accountRoutes(platform: Platform) {
     );
 }
 
-/** Routes of the signed-in user's active project: settings, audit, secrets, roles, package access, agents. */
+/** Routes of the signed-in user's active project: settings, audit, secrets, roles, package access. */
 function projectRoutes(platform: Platform) {
   return new Elysia({ name: "platform-project-routes" })
     .derive(async ({ request }) => ({ caller: await platform.callers.resolveInProject(sessionTokenOf(request.headers.get("cookie"))) }))
@@ -228,7 +233,21 @@ function projectRoutes(platform: Platform) {
       platform.roles.clearPackageAccess(caller.project.id, params.package);
       platform.audit.write({ action: "package.access", userId: caller.user.id, projectId: caller.project.id, target: params.package, detail: { feature: null } });
       return { package: params.package, feature: null };
+    });
+}
+
+/**
+ * The agent store: the agent package's own, so a role the package is hidden
+ * from gets 404 here as on its other routes, before its body is looked at.
+ */
+function agentRoutes(platform: Platform) {
+  return new Elysia({ name: "platform-agent-routes" })
+    .derive(async ({ request }) => {
+      const caller = await platform.callers.resolveInProject(sessionTokenOf(request.headers.get("cookie")));
+      platform.callers.requirePackage(caller, AGENT_PACKAGE);
+      return { caller };
     })
+    .onTransform(requireJsonBody)
     .get("/api/agents", ({ caller }) => {
       return { agents: platform.agents.usableBy(caller.project.id, caller.user.id) };
     })

@@ -22,6 +22,26 @@ describe("agents", () => {
     expect(listed).toEqual([mine.id, shared.id].sort());
   });
 
+  test("the agent store belongs to the agent package: a role it is hidden from gets 404 on it, as on the terminal, whatever the body", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    world.agent(project, project.owner, { shared: true, name: "ops-bot" });
+    expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(200);
+    const member = await world.signedIn(project, "member");
+    const answers = await Promise.all([
+      member.client.get("/api/agents"),
+      member.client.post("/api/agents", { name: "sneaky" }),
+      member.client.post("/api/agents", { name: 42 }),
+      member.client.get("/api/packages/agent/terminal/health"),
+    ]);
+    expect(answers.map((a) => `${a.status} ${a.body?.error?.code}`)).toEqual(Array(4).fill("404 not_found"));
+    expect(world.platform.agents.usableBy(project.id, member.user.id).map((a) => a.name)).toEqual(["ops-bot"]);
+    // Granted the feature, the member sees the store again.
+    world.platform.roles.grant(project.id, "member", "agent.access");
+    expect((await member.client.get("/api/agents")).body.agents.map((a: { name: string }) => a.name)).toEqual(["ops-bot"]);
+  });
+
   test("members create agents; viewers cannot; a duplicate name gets 409", async () => {
     await using world = await startWorld();
     const project = await world.project();
