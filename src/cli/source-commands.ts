@@ -86,7 +86,7 @@ export const sourceCommands: Command[] = [
       const kind = subjects[0]!;
       const named = str(v, kind);
       const subject =
-        kind === "user" ? platform.users.requireByEmail(named).id : kind === "agent" ? requireAgent(platform, p.id, named) : requireRole(platform, p.id, named);
+        kind === "user" ? requireMember(platform, p.id, named) : kind === "agent" ? requireAgent(platform, p.id, named) : requireRole(platform, p.id, named);
       const rule = store.addRule(source, {
         subjectKind: kind,
         subject,
@@ -138,6 +138,13 @@ function describeRule(rule: SourceRule): string {
 function requireRole(platform: Platform, projectId: string, name: string): string {
   if (!platform.roles.list(projectId).some((role) => role.name === name)) throw notFound("role_not_found", `Cannot find a role named "${name}" in this project`);
   return name;
+}
+
+/** A member's user id by email; a user outside the project is refused as no user, since a rule for them would never apply. */
+function requireMember(platform: Platform, projectId: string, email: string): string {
+  const user = platform.users.findByEmail(email);
+  if (!user || platform.projects.roleOf(projectId, user.id) === null) throw notFound("user_not_found", `Cannot find a member "${email}" in this project`);
+  return user.id;
 }
 
 function requireAgent(platform: Platform, projectId: string, name: string): string {

@@ -64,7 +64,7 @@ const KERNEL_TREES = ["/proc", "/sys", "/dev"];
 const SYSTEM_DIRS = ["/tmp", "/var/tmp", "/run", "/var/run", "/var", "/etc", "/usr", "/boot", "/bin", "/sbin", "/lib", "/lib64", "/home", "/root"];
 
 /** True when making `path` writable would expose a kernel tree, a shared dir or the system. */
-function isSystemPath(path: string): boolean {
+export function isSystemPath(path: string): boolean {
   if (path === "/") return true;
   if (KERNEL_TREES.some((k) => isWithin(path, k) || isStrictlyWithin(k, path))) return true;
   return SYSTEM_DIRS.some((d) => isWithin(d, path));

@@ -11,7 +11,7 @@
  */
 export { type BwrapLayout, bwrapArgs, type HiddenPath } from "./bwrap-args.ts";
 export { confinementUnavailable, confinementUnsupported, rootInvalid } from "./confine-errors.ts";
-export { type ConfineRoot, type ConfineSpec, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
+export { type ConfineRoot, type ConfineSpec, isSystemPath, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
 export {
   type ConfinedCommand,
   type ConfinementMode,

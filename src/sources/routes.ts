@@ -89,12 +89,13 @@ export function sourceRoutes(options: SourceRoutesOptions) {
 }
 
 /**
- * Whether a rule's subject names a role of the project, a user (by id) or an
- * agent of the project (by id). A rule for anything else never applies, so a
- * deny for "Member" or for an email would be stored and silently do nothing.
+ * Whether a rule's subject names a role of the project, a member of it (by
+ * user id) or an agent of it (by id). A rule for anything else never applies,
+ * so a deny for "Member" or for an email would be stored and silently do
+ * nothing; and a user of another project answers as no user at all.
  */
 function subjectExists(platform: Platform, projectId: string, kind: "role" | "user" | "agent", subject: string): boolean {
   if (kind === "role") return platform.roles.list(projectId).some((role) => role.name === subject);
-  if (kind === "user") return platform.users.get(subject) !== null;
+  if (kind === "user") return platform.projects.roleOf(projectId, subject) !== null;
   return platform.agents.get(projectId, subject) !== null;
 }

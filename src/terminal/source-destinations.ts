@@ -1,6 +1,6 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { realPathOrSelf, rootInvalid } from "../confine/index.ts";
+import { isSystemPath, realPathOrSelf, rootInvalid } from "../confine/index.ts";
 import { badRequest, can, FEATURES, forbidden, notFound, requireFeature, unavailable, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
 import { effectivePermissions, formatPerms, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
@@ -8,6 +8,8 @@ import { CONTAINER_ROOT, type Destination, type DestinationResolver } from "./de
 
 /** Why a disabled source's tab cannot open, local or host. */
 const DISABLED = "The source is disabled";
+/** Why a tab whose policy lacks exec at its root cannot open, local or host. */
+const EXEC_DENIED = "Your policy does not allow running commands here";
 
 /** One tab of the source listing. */
 export interface SourceEntry {
@@ -66,7 +68,8 @@ export class SourceDestinations implements DestinationResolver {
       if (stored.kind === "brain" || stored.kind === "webtop") continue;
       if (stored.kind === "host") {
         // The plane feature is not sufficient alone: the source's policy decides who sees it, as for local tabs.
-        if (can(caller, FEATURES.terminalNative) && this.#policy(caller, stored).visible) entries.push(this.#hostEntry(stored));
+        const policy = can(caller, FEATURES.terminalNative) ? this.#policy(caller, stored) : null;
+        if (policy?.visible) entries.push(this.#hostEntry(stored, policy.at("")));
         continue;
       }
       const source = this.#seeded(stored);
@@ -90,6 +93,8 @@ export class SourceDestinations implements DestinationResolver {
         confinement: unconfined ? "none" : (this.options.confinement().mode ?? "unavailable"),
       });
     }
+    // With no host source to offer, the host plane still says why there is none (and no fallback to /).
+    if (can(caller, FEATURES.terminalNative) && !entries.some((entry) => entry.kind === "host")) entries.push(NO_HOST_SOURCE);
     return entries;
   }
 
@@ -98,9 +103,12 @@ export class SourceDestinations implements DestinationResolver {
     const stored = this.options.store.bySlug(caller.project.id, sourceSlug);
     if (!stored || stored.kind === "brain" || stored.kind === "webtop") throw sourceNotFound(sourceSlug);
     if (stored.kind === "host") {
+      // Unseen first: a host source the caller has no permission on answers as one that does not exist, feature or not.
+      const policy = this.#policy(caller, stored);
+      if (!policy.visible) throw sourceNotFound(sourceSlug);
       requireFeature(caller, FEATURES.terminalNative);
-      if (!this.#policy(caller, stored).visible) throw sourceNotFound(sourceSlug);
       if (!stored.enabled) throw forbidden("source_disabled", `Cannot open "${sourceSlug}": ${DISABLED}`);
+      if (!policy.at("").exec) throw forbidden("exec_denied", `Cannot open "${sourceSlug}": ${EXEC_DENIED}`);
       throw unavailable("host_broker_unavailable", "Cannot open a host tab: the host broker is not provisioned on this server");
     }
     const source = this.#seeded(stored);
@@ -113,11 +121,13 @@ export class SourceDestinations implements DestinationResolver {
       throw forbidden(code, `Cannot open "${sourceSlug}": ${reason}`);
     }
     const root = realRoot(source)!;
-    const cwd = resolveCwd(root, requestedCwd, sourceSlug);
     const unconfined = can(caller, FEATURES.execUnconfined);
     const confine = unconfined ? null : this.#confineRequest(policy, root);
     const problem = confine === null ? null : closedPathProblem(confine, root, this.options.neverWritable);
     if (problem !== null) throw rootInvalid(`Cannot open "${sourceSlug}": ${problem}`, { source: sourceSlug });
+    // A bare spawn reads whatever the service's user may; a confined tab only what its policy lets it.
+    const readable = confine === null ? () => true : (path: string) => policy.at(relative(root, path)).read && !confine.deny.some((d) => isInside(path, realPathOrSelf(d)));
+    const cwd = resolveCwd(root, requestedCwd, sourceSlug, readable);
     const authority = authorityOf(policy, source.slug, root, unconfined);
     return {
       sourceSlug,
@@ -148,8 +158,8 @@ export class SourceDestinations implements DestinationResolver {
     return { slug: CONTAINER_ROOT, label: this.options.inContainer ? "Container Root (/)" : "Process Root (/)", kind: "container", selectable: true, cwd: "/", hostCwd: null, readOnly: false, confinement: "none" };
   }
 
-  #hostEntry(source: Source): SourceEntry {
-    const reason = source.enabled ? "The host broker is not provisioned" : DISABLED;
+  #hostEntry(source: Source, perms: Permissions): SourceEntry {
+    const reason = !source.enabled ? DISABLED : !perms.exec ? EXEC_DENIED : "The host broker is not provisioned";
     return { slug: source.slug, label: source.label, kind: "host", selectable: false, reason, cwd: source.root, hostCwd: source.root, readOnly: true, unconfined: false, confinement: "unavailable" };
   }
 
@@ -180,7 +190,7 @@ export class SourceDestinations implements DestinationResolver {
 
   #unselectableReason(caller: ProjectCaller, source: Source, perms: Permissions): string | null {
     if (!source.enabled) return DISABLED;
-    if (!perms.exec) return "Your policy does not allow running commands here";
+    if (!perms.exec) return EXEC_DENIED;
     // A confined session reads everything not denied, and its root cannot be denied while it works there.
     if (!perms.read) return "Your policy does not allow reading here";
     if (!onTerminalPlane(source)) return `The source's connector (${source.connector}) is not a terminal plane`;
@@ -212,6 +222,20 @@ export class SourceDestinations implements DestinationResolver {
   }
 }
 
+/** The host plane's tab when no host source is offered to a `terminal.native` holder: listed, never selectable. */
+const NO_HOST_SOURCE: SourceEntry = {
+  slug: "host",
+  label: "Host",
+  kind: "host",
+  selectable: false,
+  reason: "No host source is available to you, and the host broker is not provisioned",
+  cwd: null,
+  hostCwd: null,
+  readOnly: true,
+  unconfined: false,
+  confinement: "unavailable",
+};
+
 /** A caller's effective policy on one source: the paths its rules name ("" first) and the permissions at any path. */
 interface CallerPolicy {
   paths: string[];
@@ -240,6 +264,7 @@ function closedPathProblem(request: ConfineRequest, root: string, neverWritable:
   for (const r of request.roots.filter((r) => r.write)) {
     const inside = unwritable.find((path) => isInside(realPathOrSelf(r.path), path));
     if (inside !== undefined) return `Your policy lets you write ${where(r.path)}, which lies inside ${inside}: no tab may write hatch's own code or the system's`;
+    if (isSystemPath(realPathOrSelf(r.path))) return `Your policy lets you write ${where(r.path)}, which is or contains a shared system directory (such as /home, /tmp or /var): a tab may write below one, never all of it`;
   }
   return null;
 }
@@ -309,16 +334,26 @@ function checkRoot(source: Source): { root: string } | { problem: string } {
   }
 }
 
-function resolveCwd(root: string, requested: string | undefined, slug: string): string {
+/**
+ * The working directory a create asked for, as a real path inside the source
+ * that the tab may read. Every way of missing (no such name, outside the
+ * source, not a directory, inside a path the caller may not read) gets one
+ * answer, and the policy is asked before the file system: otherwise the
+ * answers would tell a member which names exist where their policy, or
+ * hatch's own protected paths, hide them.
+ */
+function resolveCwd(root: string, requested: string | undefined, slug: string, readable: (path: string) => boolean): string {
   if (requested === undefined) return root;
-  const candidate = requested.startsWith("/") ? requested : join(root, requested);
+  const refused = () => badRequest("invalid_cwd", `Cannot open "${slug}" in "${requested}": not a directory inside the source that you may read`);
+  const asked = resolve(root, requested);
+  if (!isInside(asked, root) || !readable(asked)) throw refused();
   let real: string;
   try {
-    real = realpathSync(candidate);
+    real = realpathSync(asked);
   } catch {
-    throw badRequest("invalid_cwd", `Cannot open "${slug}" in "${requested}": no such directory`);
+    throw refused();
   }
-  if (!isInside(real, root) || !statSync(real).isDirectory()) throw badRequest("cwd_outside_source", `Cannot open "${slug}" in "${requested}": it is not a directory inside the source`);
+  if (!isInside(real, root) || !readable(real) || !statSync(real).isDirectory()) throw refused();
   return real;
 }
 

@@ -45,10 +45,14 @@ describe("managing sources", () => {
     const admin = await world.signedIn(project, "admin");
     const member = await world.signedIn(project, "member");
     const agent = world.agent(project, member.user);
-    const elsewhere = world.agent(await world.project(), member.user);
+    const otherProject = await world.project();
+    const elsewhere = world.agent(otherProject, member.user);
+    // A user of another project only: naming them here would tell an admin the id exists, and the rule would never apply.
+    const outsider = await world.user("outsider");
+    world.platform.projects.setMember(otherProject.id, outsider.id, "member");
     expect((await admin.client.post("/api/sources", { slug: "docs", kind: "local", root: world.tempDir("docs") })).status).toBe(201);
     const add = (subjectKind: string, subject: string) => admin.client.post("/api/sources/docs/rules", { subjectKind, subject, effect: "deny", perms: "w" });
-    for (const [kind, subject] of [["role", "Member"], ["role", "members"], ["user", member.user.email], ["agent", agent.name], ["agent", elsewhere.id]]) {
+    for (const [kind, subject] of [["role", "Member"], ["role", "members"], ["user", member.user.email], ["user", outsider.id], ["user", "no-such-user"], ["agent", agent.name], ["agent", elsewhere.id]]) {
       const refused = await add(kind!, subject!);
       expect({ subject, status: refused.status, code: refused.body.error.code }).toEqual({ subject, status: 400, code: "unknown_subject" });
     }
@@ -82,6 +86,12 @@ describe("managing sources", () => {
     // A role name that matches no role (a capital letter) would make a rule that never applies.
     const noRole = await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "Member", "--deny", "w");
     expect({ code: noRole.code, err: noRole.err.trim() }).toEqual({ code: 1, err: expect.stringContaining('Cannot find a role named "Member" in this project') });
+    // A user who is no member of the project answers as one who does not exist.
+    await cli("admin", "user", "add", "--email", "stranger@example.com", "--password", "stranger pass 1");
+    for (const email of ["stranger@example.com", "nobody@example.com"]) {
+      const refused = await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--user", email, "--allow", "rwx", "--json");
+      expect({ code: refused.code, error: JSON.parse(refused.err).error }).toEqual({ code: 1, error: { code: "user_not_found", message: `Cannot find a member "${email}" in this project` } });
+    }
     const badPerms = await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "member", "--allow", "rq", "--json");
     expect(badPerms.code).toBe(1);
     expect(JSON.parse(badPerms.err).error.code).toBe("invalid_perms");

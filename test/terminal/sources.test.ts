@@ -55,7 +55,11 @@ describe("GET /terminal/sources", () => {
     expect(memberTabs.map((s: any) => s.slug)).toEqual([]);
     const hostCreate = await createSession(admin.client, { sourceSlug: "host" });
     expect(hostCreate.status).toBe(503);
-    expect((await createSession(member.client, { sourceSlug: "host" })).status).toBe(403);
+    // Without terminal.native: a host source their policy gives them nothing on is unknown to them (404); one it does, 403 for the feature.
+    expect((await createSession(member.client, { sourceSlug: "host" })).status).toBe(404);
+    store.addRule(host, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
+    const noFeature = await createSession(member.client, { sourceSlug: "host" });
+    expect({ status: noFeature.status, code: noFeature.body.error.code }).toEqual({ status: 403, code: "feature_required" });
     // terminal.native is not sufficient alone: a host source whose policy gives the caller nothing is not listed, and 404 like an unknown one.
     expect(adminTabs.map((s: any) => s.slug)).not.toContain("other-host");
     const unseen = await createSession(admin.client, { sourceSlug: "other-host" });
@@ -66,10 +70,33 @@ describe("GET /terminal/sources", () => {
     expect((await admin.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "host")).toMatchObject({ selectable: false, reason: "The source is disabled" });
     const disabled = await createSession(admin.client, { sourceSlug: "host" });
     expect({ status: disabled.status, code: disabled.body.error.code }).toEqual({ status: 403, code: "source_disabled" });
+    // Exec denied, it says that first, on the listing and on create (403, not the broker's 503).
+    const readOnlyHost = store.add(project.id, { slug: "host-ro", kind: "host", root: "/srv" });
+    store.addRule(readOnlyHost, { subjectKind: "user", subject: admin.user.id, effect: "allow", perms: "r" });
+    const execDenied = "Your policy does not allow running commands here";
+    expect((await admin.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "host-ro")).toMatchObject({ selectable: false, reason: execDenied });
+    const noExec = await createSession(admin.client, { sourceSlug: "host-ro" });
+    expect({ status: noExec.status, error: noExec.body.error }).toEqual({ status: 403, error: { code: "exec_denied", message: `Cannot open "host-ro": ${execDenied}` } });
 
     await using inContainer = await startWorld({ HATCH_IN_CONTAINER: "1" });
     const other = await inContainer.signedIn(await inContainer.project(), "admin");
     expect((await other.client.get(`${TERMINAL}/sources`)).body.sources[0]).toMatchObject({ slug: "container-root", label: "Container Root (/)" });
+  });
+
+  test("a terminal.native holder offered no host source still sees the host tab, not selectable, saying why (and no fallback to /)", async () => {
+    await using world = await startWorld({ HATCH_IN_CONTAINER: "0" });
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    const member = await world.signedIn(project, "member");
+    // One host source exists, but its policy gives the admin nothing.
+    world.hatch.terminal.sources.add(project.id, { slug: "prod", kind: "host", root: "/srv" });
+    const hostTabs = (await admin.client.get(`${TERMINAL}/sources`)).body.sources.filter((s: any) => s.kind === "host");
+    expect(hostTabs).toEqual([
+      { slug: "host", label: "Host", kind: "host", selectable: false, reason: "No host source is available to you, and the host broker is not provisioned", cwd: null, hostCwd: null, readOnly: true, unconfined: false, confinement: "unavailable" },
+    ]);
+    expect((await createSession(admin.client, { sourceSlug: "host" })).status).toBe(404);
+    // Without terminal.native there is no host plane to explain.
+    expect((await member.client.get(`${TERMINAL}/sources`)).body.sources).toEqual([]);
   });
 
   test("defaults are seeded at first attach for a source inside a deployment OS mount: owners and admins rwx, members read only; explicit entries win", async () => {
@@ -194,7 +221,38 @@ describe("create re-checks everything", () => {
     const created = await createSession(member.client, { sourceSlug: "docs", id: "c", cwd: "..cache" });
     expect({ status: created.status, cwd: created.body.cwd }).toEqual({ status: 201, cwd: join(source.root, "..cache") });
     const above = await createSession(member.client, { sourceSlug: "docs", id: "u", cwd: ".." });
-    expect({ status: above.status, code: above.body.error.code }).toEqual({ status: 400, code: "cwd_outside_source" });
+    expect({ status: above.status, code: above.body.error.code }).toEqual({ status: 400, code: "invalid_cwd" });
+  });
+
+  test("a cwd answers alike whether it is missing, outside the source, a file, or hidden by the policy or by hatch: no name leaks", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const source = localSource(world, project, "docs", { member: "rwx" });
+    mkdirSync(join(source.root, "secret", "layoffs-2025"), { recursive: true });
+    mkdirSync(join(source.root, "open"));
+    writeFileSync(join(source.root, "open", "notes.txt"), "x");
+    symlinkSync(join(source.root, "secret"), join(source.root, "open", "way-in"));
+    roleRules(world, source, "member", "deny r on secret");
+    const tries = {
+      deniedExisting: "secret/layoffs-2025",
+      deniedMissing: "secret/layoffs-2026",
+      deniedThroughLink: "open/way-in/layoffs-2025",
+      missing: "open/nope",
+      file: "open/notes.txt",
+      above: "../..",
+      dataDir: world.config.dataDir,
+      dataDirMissing: join(world.config.dataDir, "nope"),
+      elsewhere: "/etc",
+    };
+    const answers: Record<string, string> = {};
+    for (const [name, cwd] of Object.entries(tries)) {
+      const refused = await createSession(member.client, { sourceSlug: "docs", id: name, cwd });
+      answers[name] = `${refused.status} ${refused.body.error.code} ${refused.body.error.message.replace(JSON.stringify(cwd), "CWD")}`;
+    }
+    const one = `400 invalid_cwd Cannot open "docs" in CWD: not a directory inside the source that you may read`;
+    expect(answers).toEqual(Object.fromEntries(Object.keys(tries).map((name) => [name, one])));
+    expect((await createSession(member.client, { sourceSlug: "docs", id: "ok", cwd: "open" })).status).toBe(201);
   });
 
   test("a read-only tab cannot write anywhere but scratch; a writable one writes in its root only", async () => {
@@ -336,6 +394,24 @@ describe("create re-checks everything", () => {
     roleRules(world, source, "member", "allow rwx on share");
     expect(await tab(member)).toMatchObject({ selectable: false, reason: expect.stringContaining(`Your policy lets you write "share", which lies inside /usr:`) });
     expect((await createSession(member.client, { sourceSlug: "usr-local", id: "share" })).body.error.code).toBe("root_invalid");
+  });
+
+  test("a source at a shared system dir (/home) opens read-only, and writable is refused on the listing before create", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    const store = world.hatch.terminal.sources;
+    const source = store.add(project.id, { slug: "homes", kind: "local", root: "/home" });
+    store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
+    store.addRule(source, { subjectKind: "role", subject: "admin", effect: "allow", perms: "rwx" });
+    const tab = async (person: typeof member) => (await person.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "homes");
+    expect(await tab(member)).toMatchObject({ selectable: true, readOnly: true });
+    expect((await createSession(member.client, { sourceSlug: "homes", id: "ro" })).status).toBe(201);
+    const reason = "Your policy lets you write the source's root, which is or contains a shared system directory (such as /home, /tmp or /var): a tab may write below one, never all of it";
+    expect(await tab(admin)).toMatchObject({ selectable: false, reason });
+    const refused = await createSession(admin.client, { sourceSlug: "homes", id: "rw" });
+    expect({ status: refused.status, error: refused.body.error }).toMatchObject({ status: 400, error: { code: "root_invalid", message: `Cannot open "homes": ${reason}` } });
   });
 
   describe("a source whose root another tab turned into a symlink cannot be opened, wherever the link points", () => {
