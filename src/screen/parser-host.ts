@@ -1,6 +1,7 @@
 import type { Terminal } from "@xterm/headless";
 import { cursorLineAt, lastLines } from "./buffer-text.ts";
 import { createMirrorTerminal } from "./mirror-terminal.ts";
+import { guardParsing } from "./parse-guard.ts";
 import { ParseQueue } from "./parse-queue.ts";
 import type { FromParser, Question, TerminalSnapshot, ToParser } from "./parser-protocol.ts";
 import { ScrollbackCache } from "./scrollback-cache.ts";
@@ -58,6 +59,8 @@ export class ParserHost {
 
   #open(id: number, options: { cols: number; rows: number; scrollback: number }): void {
     const terminal = createMirrorTerminal(options);
+    // Output that throws in xterm.js must not end the thread every other session's mirror lives on.
+    guardParsing(terminal, (error) => console.error("hatch: a session's screen mirror could not parse part of its output, and skipped it:", error));
     const queue = new ParseQueue(terminal, (bytes) => this.#parsed(id, bytes));
     this.#hosted.set(id, { terminal, queue, history: new ScrollbackCache(terminal), closed: false });
   }

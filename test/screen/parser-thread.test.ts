@@ -87,6 +87,36 @@ describe("the parser thread", () => {
     );
   });
 
+  test("output that throws in xterm.js leaves the thread, and every other session's history, as they were", async () => {
+    using thread = new ParserThread();
+    using bystander = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 1000 });
+    bystander.write(encode(Array.from({ length: 100 }, (_, i) => `build log line ${i}`).join("\r\n")));
+    // REP (repeat the last character) with xterm's largest count runs it out of memory, more than five times.
+    for (let i = 0; i < MAX_WORKER_STARTS_PER_MINUTE + 1; i++) {
+      using attacker = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 1000 });
+      attacker.write(encode("$ printf 'a\\e[2147483647b'\r\na\x1b[2147483647bskipped with the rest of its chunk"));
+      attacker.write(encode("\r\nlater output"));
+      // The mirror goes on: the chunk after the throw is parsed as usual.
+      expect((await attacker.readLines(10)).at(-1)).toBe("later output");
+    }
+    expect((await bystander.readLines(200))[0]).toBe("build log line 0");
+    expect(thread.available).toBe(true);
+  });
+
+  test("ED 1 in the last cell of a screen that never scrolled erases the screen, as xterm.js means it, instead of throwing", async () => {
+    using thread = new ParserThread();
+    using mirror = new ScreenMirror({ parser: thread, cols: 10, rows: 5, scrollback: 100 });
+    // clear; printf '\e[999;999H\e[1J' and, in the same chunk, output after it.
+    mirror.write(encode("top\r\nmiddle\x1b[5;10H\x1b[1J\x1b[1;1Hkept"));
+    expect(await mirror.readLines(10)).toEqual(["kept"]);
+    const { client } = await attach(mirror);
+    expect(client.buffer.active.getLine(0)!.translateToString(true)).toBe("kept");
+    // DECSED (CSI ? 1 J) takes the same path; erasing above elsewhere is xterm.js's own.
+    mirror.write(encode("\x1b[2;1Hsecond\x1b[5;10H\x1b[?1J\x1b[3;1Hthird\x1b[4;3H\x1b[1Jfourth"));
+    expect(await mirror.readLines(10)).toEqual(["", "", "", "  fourth"]);
+    expect(thread.available).toBe(true);
+  });
+
   test("a disposed mirror resolves settled and drained, reads no lines, and its snapshot says why", async () => {
     const mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 100 });
     mirror.write(lines(8 * MIB));
