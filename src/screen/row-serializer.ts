@@ -152,7 +152,11 @@ function wrapsCleanly(previous: IBufferLine | undefined, line: IBufferLine, cols
   const firstIsWide = first.getWidth() === 2;
   const last = previous.getCell(cols - 1, scratch);
   if (!last) return false;
-  if (last.getChars() !== "" || last.getWidth() === 0) return true;
-  return firstIsWide && previous.getCell(cols - 2, scratch)?.getWidth() === 0;
+  if (last.getChars() !== "") return true;
+  const lastWidth = last.getWidth();
+  const beforeLastWidth = previous.getCell(cols - 2, scratch)?.getWidth();
+  // The right half of a wide character in place; one orphaned by an overprint after a shrink is an empty cell.
+  if (lastWidth === 0) return beforeLastWidth === 2;
+  return firstIsWide && beforeLastWidth === 0;
 }
 

@@ -67,7 +67,8 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // With one row there is no two-row region; every break already scrolls.
   const firstBreakScrolls = rows < 2;
   const scrollback = history.serialize(resets, { firstBreakScrolls });
-  if (scrollback !== "") {
+  // One blank history row serializes to "": the rows scrolled off decide, not the text.
+  if (normal.baseY > 0) {
     data += firstBreakScrolls
       ? `${scrollback}\r\n`
       : `${HISTORY_REGION}${scrollback}\r\n\r\n${FULL_REGION}`;
@@ -109,6 +110,8 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // After everything printed: the character sets change how the client prints ASCII.
   data += charsetSequence(terminal);
   data += mouseEncodingSequence(terminal) + cursorShapeSequence(terminal);
+  // Automatic newline (LNM): xterm.js keeps it as convertEol, which addon-serialize does not carry.
+  if (terminal.options.convertEol) data += "\x1b[20h";
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
   return data;
 }

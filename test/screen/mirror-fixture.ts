@@ -152,7 +152,8 @@ interface Leniency {
  * follows the scrollback after a line break; a continuation that starts
  * empty or follows a row not full to the edge is sent unwrapped (see
  * row-serializer.ts). A wide character straddling the right edge after a
- * shrink is clipped, so the last cell is not compared either.
+ * shrink is clipped, and the orphaned right half of one that was overprinted
+ * is sent as a blank, so the last cell is not compared either.
  */
 function leniency(buffer: IBuffer, from: number, cols: number, boundaryRow: number): Leniency {
   const looseWrap = new Set([0, boundaryRow - from]);
@@ -162,6 +163,11 @@ function leniency(buffer: IBuffer, from: number, cols: number, boundaryRow: numb
     const line = buffer.getLine(y)!;
     const row = y - from;
     if (line.getCell(cols - 1, cell)?.getWidth() === 2) {
+      looseLastCell.add(row);
+      looseWrap.add(row + 1);
+    }
+    // The right half of a wide character whose left half was overprinted (after a shrink, bared by a widen) is sent as a blank.
+    if (line.getCell(cols - 1, cell)?.getWidth() === 0 && line.getCell(cols - 2, cell)?.getWidth() !== 2) {
       looseLastCell.add(row);
       looseWrap.add(row + 1);
     }

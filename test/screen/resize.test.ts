@@ -65,6 +65,19 @@ describe("resize", () => {
     expect(rowsOf(client)).toEqual(["abcdefghijklmnopqrst", "uvwxyz", "$ ", "", "", ""]);
   });
 
+  test("a wrapped line whose row ends in the orphaned right half of a wide character, bared by a widen, keeps its text in place", async () => {
+    using subject = new MirrorUnderTest({ cols: 20, rows: 5, scrollback: 100 });
+    // CJK text ending exactly at the edge, then a shrink: 日 straddles the new edge (no reflow keeps it).
+    subject.write(`${"a".repeat(18)}日\r\n$ `);
+    await subject.resize(19, 5);
+    // A dashboard loop redraws from the top without clearing: its first line wraps, overprinting 日's left half.
+    subject.write(`\x1b[H${"b".repeat(19)}continued\r\n$ `);
+    await subject.resize(20, 5);
+    const { client } = await expectSnapshotReproduces(subject, expect);
+    // The continuation is not shifted by the orphaned cell (only its wrap flag is lost).
+    expect(rowsOf(client).slice(0, 2)).toEqual(["b".repeat(19), "continued"]);
+  });
+
   test("a full-screen app stays whole when the terminal grows after it scrolled", async () => {
     // With xterm.js's ConPTY row logic this leaves the alternate buffer a row
     // short, and the app's redraw lands on the wrong rows.

@@ -75,6 +75,23 @@ describe("snapshots", () => {
     await expectSnapshotReproduces(subject, expect);
   });
 
+  test("a scrollback of exactly one blank row is carried, so the client's history stays in line with the mirror's", async () => {
+    using subject = new MirrorUnderTest({ cols: 30, rows: 3, scrollback: 100 });
+    // `clear` (history emptied too), then a prompt that starts with a blank line (starship's add_newline), a command, its output.
+    subject.write("\x1b[H\x1b[2J\x1b[3J\r\n~/src\r\n\u276f make\r\nbuild ok");
+    await subject.settled();
+    expect(subject.reference.buffer.normal.baseY).toBe(1);
+    const { client } = await expectSnapshotReproduces(subject, expect);
+    expect(client.buffer.normal.baseY).toBe(1);
+  });
+
+  test("automatic newline mode (LNM, CSI 20 h) stays in force after a snapshot: a bare LF still returns to the first column", async () => {
+    using subject = new MirrorUnderTest({ cols: 30, rows: 5, scrollback: 100 });
+    subject.write("\x1b[20hfirst\n");
+    const { client } = await expectSnapshotReproduces(subject, expect);
+    await expectSameAfter(subject, client, "second\nthird", expect);
+  });
+
   test("a one-row terminal still gets its scrollback", async () => {
     const random = seededRandom(3);
     using subject = new MirrorUnderTest({ cols: 30, rows: 1, scrollback: 100 });
