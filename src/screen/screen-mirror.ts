@@ -58,6 +58,8 @@ const NO_LINE: CursorLine = { line: "", before: [] };
  * only matters when a program stalls mid-sequence.
  */
 const SPLIT_SEQUENCE_WAIT_MS = 100;
+/** Longest UTF-8 character less its last byte: how far before the offset a split character can start. */
+const MAX_SPLIT_CHARACTER_BYTES = 3;
 
 /**
  * The per-session headless terminal mirror: every byte of PTY output goes
@@ -105,6 +107,13 @@ export class ScreenMirror {
   #lastResizeAt = 0;
   /** Resizes so far: a snapshot asked for before one may have been taken before it. */
   #resizes = 0;
+  /**
+   * Stream offsets at which snapshots still being taken were asked for. The
+   * parser thread reports bytes parsed past a snapshot before answering with
+   * it, so the ring keeps from the oldest of these, not only from `#parsed`:
+   * a snapshot is taken at or after the offset it was asked at.
+   */
+  readonly #snapshotFloors: number[] = [];
   #writeWaiters: (() => void)[] = [];
   #drainWaiters: { backlog: number; resolve: () => void }[] = [];
   /** Why the parser thread can no longer answer, if it cannot. */
@@ -182,7 +191,7 @@ export class ScreenMirror {
     // Sent after the scan, which says whether the stream ends cleanly here.
     this.#terminal.write(chunk, { clean: this.#scanner.clean, resets: this.#scanner.resets });
     // Unparsed bytes stay: a snapshot taken at any later parse point is caught up from the ring.
-    this.#ring.append(chunk, this.#failure ? this.#offset : this.#parsed);
+    this.#ring.append(chunk, Math.min(this.#failure ? this.#offset : this.#parsed, ...this.#snapshotFloors));
     const waiters = this.#writeWaiters;
     this.#writeWaiters = [];
     for (const wake of waiters) wake();
@@ -227,6 +236,17 @@ export class ScreenMirror {
    * out of `offset`, so its bytes come after.
    */
   async snapshot(): Promise<ScreenSnapshot> {
+    // A character cut in two by the last read may start a few bytes before the offset now: keep those too.
+    const floor = Math.max(0, this.#offset - MAX_SPLIT_CHARACTER_BYTES);
+    this.#snapshotFloors.push(floor);
+    try {
+      return await this.#takeSnapshot();
+    } finally {
+      this.#snapshotFloors.splice(this.#snapshotFloors.indexOf(floor), 1);
+    }
+  }
+
+  async #takeSnapshot(): Promise<ScreenSnapshot> {
     const deadline = performance.now() + SPLIT_SEQUENCE_WAIT_MS;
     for (;;) {
       this.#checkUsable("snapshot screen");

@@ -1,5 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { ScreenMirror } from "../../src/screen/index.ts";
+import { ScreenMirror, type ParserThread } from "../../src/screen/index.ts";
+import type { MirrorTerminalOptions } from "../../src/screen/mirror-terminal.ts";
+import { ParserHost } from "../../src/screen/parser-host.ts";
+import type { FromParser } from "../../src/screen/parser-protocol.ts";
+import type { ParsedTerminal } from "../../src/screen/parser-thread.ts";
 import { parser } from "../helpers/parser-thread.ts";
 import { concat, encode, seededRandom } from "./mirror-fixture.ts";
 
@@ -157,5 +161,58 @@ describe("missed output", () => {
     expect(mirror.offset).toBe(3);
     await mirror.settled();
     await expect(mirror.snapshot()).rejects.toThrow("Cannot snapshot screen: screen mirror is disposed");
+  });
+});
+
+describe("catching up after a snapshot", () => {
+  /**
+   * The parser thread's protocol in-process, each message to the main thread
+   * delivered in its own turn as a Worker's are, with `between` run after each
+   * "parsed" message, where a PTY read can land.
+   */
+  function inProcessParser(between: () => void): ParserThread {
+    return {
+      available: true,
+      open(options: MirrorTerminalOptions, listener: { parsed(bytes: number): void }): ParsedTerminal {
+        const pending = new Map<number, (value: unknown) => void>();
+        const host = new ParserHost((message: FromParser) => {
+          setTimeout(() => {
+            if (message.op === "parsed") {
+              for (const [, bytes] of message.counts) listener.parsed(bytes);
+              between();
+            } else if (message.op === "answer") pending.get(message.request)?.(message.value);
+          });
+        });
+        host.handle({ op: "open", id: 1, ...options });
+        let request = 0;
+        return {
+          write: (chunk, state) => host.handle({ op: "write", id: 1, chunk: new Uint8Array(chunk), state }),
+          resize: (cols, rows) => host.handle({ op: "resize", id: 1, cols, rows }),
+          ask: (question) =>
+            new Promise((resolve) => {
+              pending.set(++request, resolve as (value: unknown) => void);
+              host.handle({ op: "ask", id: 1, request, question });
+            }),
+          close: () => host.handle({ op: "close", id: 1 }),
+        };
+      },
+    } as unknown as ParserThread;
+  }
+
+  test("the bytes after a snapshot are still held when it resolves, though the parser reported parsing past it and output arrived meanwhile", async () => {
+    const read = (c: string) => encode(`${c.repeat(4094)}\r\n`); // a 4 KiB PTY read
+    let mirror: ScreenMirror | undefined;
+    let reads = 0;
+    // `cat big.log`: the PTY keeps delivering reads while the parser works, with a ring of one read.
+    const inProcess = inProcessParser(() => mirror!.write(read(String(reads++ % 10))));
+    mirror = new ScreenMirror({ parser: inProcess, cols: 80, rows: 24, scrollback: 1000, ringBytes: 4096 });
+    await mirror.snapshot();
+    mirror.write(read("a"));
+    const pending = mirror.snapshot();
+    mirror.write(read("b"));
+    const snapshot = await pending;
+    const tail = mirror.bytesSince(snapshot.offset);
+    mirror.dispose();
+    expect(tail?.length).toBeGreaterThan(0);
   });
 });
