@@ -191,7 +191,9 @@ export class ScreenMirror {
     // Sent after the scan, which says whether the stream ends cleanly here.
     this.#terminal.write(chunk, { clean: this.#scanner.clean, resets: this.#scanner.resets });
     // Unparsed bytes stay: a snapshot taken at any later parse point is caught up from the ring.
-    this.#ring.append(chunk, Math.min(this.#failure ? this.#offset : this.#parsed, ...this.#snapshotFloors));
+    const parsed = this.#failure ? this.#offset : this.#parsed;
+    // No spread on the common path: this runs for every PTY read.
+    this.#ring.append(chunk, this.#snapshotFloors.length === 0 ? parsed : Math.min(parsed, ...this.#snapshotFloors));
     const waiters = this.#writeWaiters;
     this.#writeWaiters = [];
     for (const wake of waiters) wake();

@@ -126,7 +126,8 @@ export class SourceDestinations implements DestinationResolver {
     const problem = confine === null ? null : closedPathProblem(confine, root, this.options.neverWritable);
     if (problem !== null) throw rootInvalid(`Cannot open "${sourceSlug}": ${problem}`, { source: sourceSlug });
     // A bare spawn reads whatever the service's user may; a confined tab only what its policy lets it.
-    const readable = confine === null ? () => true : (path: string) => policy.at(relative(root, path)).read && !confine.deny.some((d) => isInside(path, realPathOrSelf(d)));
+    const closed = confine?.deny.map(realPathOrSelf) ?? [];
+    const readable = (path: string) => confine === null || (policy.at(relative(root, path)).read && !closed.some((d) => isInside(path, d)));
     const cwd = resolveCwd(root, requestedCwd, sourceSlug, readable);
     const authority = authorityOf(policy, source.slug, root, unconfined);
     return {

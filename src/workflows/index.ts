@@ -16,7 +16,7 @@ export { MAX_RETRY_AFTER_MS, MAX_RUN_EVENTS, TOO_MANY_EVENTS_ERROR } from "./run
 export { RunBus, type RunFilter, type RunListener, type RunOutcome, type RunRef, type RunUpdate } from "./run-bus.ts";
 export { runRoutes, MAX_RUNS_PAGE } from "./run-routes.ts";
 export { sourceLine, type RunSource } from "./run-source.ts";
-export { RUN_EVENT_TYPES, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerErrorDetails, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
+export { RUN_EVENT_TYPES, RunnerError, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerErrorDetails, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
 export { runnerEnvironment } from "./runner-environment.ts";
 export { FINISHED_STATUSES, RUN_NOT_RECORDED, Runs, type CancelPhase, type PendingRun, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
 export { manageableWorkflow, workflowCaller, workflowRoutes, workflowView } from "./routes.ts";

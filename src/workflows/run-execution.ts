@@ -2,7 +2,7 @@ import { AGENT_PACKAGE, type Audit, type Platform } from "../platform/index.ts";
 import { resolveRunAs } from "./access.ts";
 import { buildPrompt } from "./prompt.ts";
 import type { RunBus, RunOutcome, RunRef } from "./run-bus.ts";
-import { RunnerFailedError, RunnerUnavailableError, type Runner, type RunEvent } from "./runner.ts";
+import { RunnerError, RunnerUnavailableError, type Runner, type RunEvent } from "./runner.ts";
 import type { CancelPhase, Run, Runs } from "./runs.ts";
 import type { SpendLimits } from "./spend-limits.ts";
 import type { CommandRunnerSettings, OpenAiRunnerSettings, RunnerSettings, Workflow } from "./workflow.ts";
@@ -96,7 +96,7 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
     if (stopped) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
     finish(deps, run, workflow, errorEvent ? { kind: "failed", error: errorEvent } : { kind: "succeeded" }, tokensUsed);
   } catch (error) {
-    const details = error instanceof RunnerUnavailableError || error instanceof RunnerFailedError ? error.details : {};
+    const details = error instanceof RunnerError ? error.details : {};
     const tokensUsed = details.tokensUsed ?? 0;
     if (signal.aborted) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
     const attempt = run.attempts + 1;
@@ -178,7 +178,7 @@ function aborted(deps: RunExecutionDeps, signal: AbortSignal): RunOutcome {
 }
 
 function describe(error: unknown): string {
-  if (error instanceof RunnerFailedError || error instanceof RunnerUnavailableError) return error.message;
+  if (error instanceof RunnerError) return error.message;
   return `The runner failed unexpectedly: ${(error as Error)?.message ?? String(error)}`;
 }
 

@@ -58,9 +58,8 @@ export interface RunnerErrorDetails {
   retryAfterMs?: number;
 }
 
-/** The runner could not reach its backend, or the backend was busy: the run waits and retries. */
-export class RunnerUnavailableError extends Error {
-  override name = "RunnerUnavailableError";
+/** A turn that failed in a way the runner understood: its message goes on the run row. */
+export abstract class RunnerError extends Error {
   constructor(
     message: string,
     readonly details: RunnerErrorDetails = {},
@@ -69,13 +68,12 @@ export class RunnerUnavailableError extends Error {
   }
 }
 
+/** The runner could not reach its backend, or the backend was busy: the run waits and retries. */
+export class RunnerUnavailableError extends RunnerError {
+  override name = "RunnerUnavailableError";
+}
+
 /** The runner's backend said no, or the turn failed: final; the message goes on the run row. */
-export class RunnerFailedError extends Error {
+export class RunnerFailedError extends RunnerError {
   override name = "RunnerFailedError";
-  constructor(
-    message: string,
-    readonly details: RunnerErrorDetails = {},
-  ) {
-    super(message);
-  }
 }
