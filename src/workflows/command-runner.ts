@@ -139,12 +139,18 @@ async function readStream(stream: ReadableStream<Uint8Array>, stop: AbortSignal,
   try {
     // Buffered chunks keep coming after a stop: none is handed on once it was asked for.
     while (!stop.aborted) {
-      const { done, value } = await reader.read();
-      if (done || stop.aborted) return;
-      onChunk(value);
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      try {
+        chunk = await reader.read();
+      } catch {
+        // Cancelled after a kill: what was read is all there is.
+        return;
+      }
+      if (chunk.done || stop.aborted) return;
+      // Not caught: an event the run cannot store (the database failed) ends the run now with that error,
+      // where swallowing it would leave the command writing into a pipe nobody reads until its timeout.
+      onChunk(chunk.value);
     }
-  } catch {
-    // Cancelled after a kill: what was read is all there is.
   } finally {
     stop.removeEventListener("abort", cancel);
   }

@@ -123,6 +123,22 @@ describe("the command runner", () => {
     }
   }, 60_000);
 
+  test("an event its run cannot store fails the run at once with the database's error, and the command ends with it", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    world.hatch.sqlite.exec("CREATE TRIGGER poison BEFORE INSERT ON workflow_run_events WHEN NEW.text = 'poison' BEGIN SELECT RAISE(ABORT, 'the disk is on fire'); END");
+    const dir = traceDir(world);
+    // The note cannot be stored; the command then waits far past the test, still writing now and then.
+    const command = `sleep 300 & echo $! > ${dir}/child.pid; echo '{"type":"note","text":"poison"}'; while true; do echo more; sleep 1; done`;
+    const workflow = await commandWorkflow(member, command, { runner: { kind: "command", command, timeoutSeconds: 600 } });
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    expect(run.status).toBe("failed");
+    expect(run.error).toContain("the disk is on fire");
+    const child = Number(readFileSync(join(dir, "child.pid"), "utf8"));
+    await waitFor(() => !isAlive(child), "the command's child to die");
+  });
+
   test("a runaway writer is stopped at the output cap", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
