@@ -33,26 +33,15 @@ const INSTALL_DIR = fileURLToPath(new URL("..", import.meta.url));
  * Everything is built here and passed down; nothing below reads the environment.
  */
 export async function startHatch(config: HatchConfig, overrides: HatchOverrides = {}): Promise<Hatch> {
+  // Whatever was started undoes itself, in reverse, if a later step throws; a started hatch takes the stack over.
+  await using started = new AsyncDisposableStack();
   // First of all: a second server on this data dir would kill the live runs and sessions of the first as leftovers.
   const claim = claimDataDir(config.dataDir);
-  try {
-    return await startOnClaimedDataDir(config, overrides, claim);
-  } catch (error) {
-    claim.release();
-    throw error;
-  }
-}
-
-async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverrides, claim: ServerClaim): Promise<Hatch> {
+  started.defer(() => claim.release());
   const database = openDataDir(config.dataDir);
+  started.defer(() => database.close());
   for (const path of database.narrowed) console.warn(`hatch: ${path} was open to other users; narrowed it to its owner`);
-  let platform: Platform;
-  try {
-    platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000 });
-  } catch (error) {
-    database.close();
-    throw error;
-  }
+  const platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000 });
   const now = overrides.now ?? Date.now;
   // Known once the web host listens (before the companion server does): port 0 picks one.
   let webPort = config.port;
@@ -76,6 +65,7 @@ async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverri
     heartbeatMs: overrides.heartbeatMs,
     origins: originPolicy({ webPort: () => webPort, allowed: config.allowedOrigins }),
   });
+  started.defer(() => terminal.dispose());
   await terminal.start();
   const baseEnv = overrides.baseEnv ?? process.env;
   const runnerSpawn = createRunnerSpawner({
@@ -88,6 +78,7 @@ async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverri
     },
   });
   const workflows = await startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv, spawn: runnerSpawn, now, ...overrides.workflows });
+  started.use(workflows);
   const fireTokens = new WebhookTokens(workflows.triggers);
   const app = createApp({
     allowedOrigins: config.allowedOrigins,
@@ -101,39 +92,25 @@ async function startOnClaimedDataDir(config: HatchConfig, overrides: HatchOverri
       fireRoutes({ part: workflows, tokens: fireTokens, trustedProxies: config.trustedProxies, ratePerMinute: overrides.fireRatePerMinute, now }),
     ],
   });
-  let web: typeof app | undefined;
-  let companion: CompanionServer;
-  try {
-    // Elysia asks Bun for SO_REUSEPORT by default: a second hatch on a busy port would start and silently take half the requests.
-    web = await listenNamed("web host", config.host, config.port, "HATCH_PORT", () =>
-      app.listen({ port: config.port, hostname: config.host, reusePort: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES }),
-    );
-    webPort = web.server!.port!;
-    companion = await listenNamed("companion server", config.host, config.companionPort, "HATCH_COMPANION_PORT", () =>
-      startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade }),
-    );
-  } catch (error) {
-    await terminal.dispose();
-    await workflows[Symbol.asyncDispose]();
-    await web?.stop(true);
-    database.close();
-    throw error;
-  }
-  const webHost = web;
-  const stop = async () => {
-    await terminal.dispose();
-    await workflows[Symbol.asyncDispose]();
-    await companion.close();
-    await webHost.stop(true);
-    database.close();
-    claim.release();
-  };
+  // Elysia asks Bun for SO_REUSEPORT by default: a second hatch on a busy port would start and silently take half the requests.
+  const web = await listenNamed("web host", config.host, config.port, "HATCH_PORT", () =>
+    app.listen({ port: config.port, hostname: config.host, reusePort: false, maxRequestBodySize: MAX_REQUEST_BODY_BYTES }),
+  );
+  started.defer(async () => void (await web.stop(true)));
+  webPort = web.server!.port!;
+  const companion = await listenNamed("companion server", config.host, config.companionPort, "HATCH_COMPANION_PORT", () =>
+    startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade }),
+  );
+  started.defer(() => companion.close());
+  const running = started.move();
+  // The same order as a failed start: the listeners first, the claim last.
+  const stop = () => running.disposeAsync();
   return {
     platform,
     terminal,
     workflows,
     sqlite: database.sqlite,
-    url: localUrl(config.host, webHost.server!.port!),
+    url: localUrl(config.host, webPort),
     companionUrl: localUrl(config.host, companion.port),
     stop,
     [Symbol.asyncDispose]: stop,

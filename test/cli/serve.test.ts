@@ -1,15 +1,28 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminCommands } from "../../src/cli/admin-commands.ts";
 import { runCli } from "../../src/cli/run-cli.ts";
 import { loadConfig } from "../../src/config.ts";
 import { startHatch } from "../../src/main.ts";
+import { RUN_SCRATCH_FOLDER } from "../../src/workflows/index.ts";
 import { hatchCliProcess } from "../helpers/cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { commandWorkflow, fire, isAlive, issueToken, memberWithBareRuns, traceDir } from "../helpers/workflows.ts";
 import { startWorld } from "../helpers/world.ts";
+
+/** The files this process holds open below `dir`. */
+function openFilesUnder(dir: string): string[] {
+  const paths = readdirSync("/proc/self/fd").map((fd) => {
+    try {
+      return readlinkSync(join("/proc/self/fd", fd));
+    } catch {
+      return ""; // closed while listed (the listing's own fd)
+    }
+  });
+  return paths.filter((path) => path.startsWith(`${dir}/`));
+}
 
 /** A data dir removed after the test. */
 function tempDataDir() {
@@ -64,6 +77,17 @@ describe("starting the service", () => {
     await expect(startHatch({ ...config, port: Number(new URL(holder.hatch.url).port) })).rejects.toThrow("in use");
     await using second = await startHatch(config);
     expect((await fetch(`${second.url}/api/auth/me`)).status).toBe(401);
+  });
+
+  test("a start that fails part way, after the database opened, leaves no file of its data dir open", async () => {
+    using dir = tempDataDir();
+    const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir.path });
+    // The workflow runs' scratch folder cannot be made: the start fails after the database, platform and terminal opened.
+    writeFileSync(join(dir.path, RUN_SCRATCH_FOLDER), "in the way");
+    await expect(startHatch(config)).rejects.toThrow(RUN_SCRATCH_FOLDER);
+    // bun:sqlite closes with sqlite3_close_v2: the file goes once the statements it cached are collected.
+    Bun.gc(true);
+    expect(openFilesUnder(dir.path)).toEqual([]);
   });
 
   test("`serve` with an argument or flag stops with usage and exit 2 instead of starting on other settings; `serve --help` prints its usage", async () => {
