@@ -1,5 +1,6 @@
 import { SerializeAddon } from "@xterm/addon-serialize";
 import type { IBuffer, IBufferCell, IBufferLine, Terminal } from "@xterm/headless";
+import { withLinks, type LinkOpener } from "./hyperlinks.ts";
 
 /** Which rows to serialize, and what the receiving terminal looks like when they arrive. */
 export interface SerializeRowsOptions {
@@ -18,6 +19,8 @@ export interface SerializeRowsOptions {
    * back-colour erase). 0 means the receiver scrolls from the first break.
    */
   screenRows: number;
+  /** Reads the cells' hyperlinks (OSC 8), which the addon does not carry. */
+  links: LinkOpener;
   /**
    * The terminal whose current SGR attributes and modes should end the output.
    * Without it the output ends in default attributes with no modes, so pieces
@@ -43,7 +46,7 @@ export interface SerializeRowsOptions {
  *
  * @example
  * ```ts
- * const text = serializeRows({ buffer: terminal.buffer.normal, first: 0, count: 3, cols: 80, screenRows: 24 });
+ * const text = serializeRows({ buffer: terminal.buffer.normal, first: 0, count: 3, cols: 80, screenRows: 24, links: linkOpener(terminal) });
  * ```
  */
 export function serializeRows(options: SerializeRowsOptions): string {
@@ -59,10 +62,9 @@ export function serializeRows(options: SerializeRowsOptions): string {
   const prepare = (y: number): IBufferLine | undefined => {
     const line = buffer.getLine(first + y - 1);
     if (!line) return undefined;
-    if (line.isWrapped && y > 1 && !wrapsCleanly(buffer.getLine(first + y - 2), line, cols, scratch)) {
-      return unwrapped(clipLine(line, cols, scratch));
-    }
-    return clipLine(line, cols, scratch);
+    const clipped = clipLine(line, cols, scratch);
+    const wrapped = line.isWrapped && y > 1 && !wrapsCleanly(buffer.getLine(first + y - 2), line, cols, scratch) ? unwrapped(clipped) : clipped;
+    return withLinks(wrapped, options.links, scratch);
   };
   const lastLine = buffer.getLine(first + count - 1);
   const view = {

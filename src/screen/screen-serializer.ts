@@ -1,5 +1,6 @@
 import type { IBuffer, Terminal } from "@xterm/headless";
 import { charsetSequence, savedCharsetDesignation } from "./charsets.ts";
+import { CLOSE_LINK, linkOpener } from "./hyperlinks.ts";
 import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
 import { type CellAttributes, sgr } from "./sgr.ts";
@@ -62,6 +63,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   const { cols, rows } = terminal;
   const normal = terminal.buffer.normal;
   const fullScreen = terminal.buffer.active.type === "alternate";
+  const links = linkOpener(terminal);
   let data = "";
 
   // With one row there is no two-row region; every break already scrolls.
@@ -80,6 +82,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
     count: rows,
     cols,
     screenRows: rows,
+    links,
     source: fullScreen ? undefined : terminal,
   });
   if (fullScreen) {
@@ -97,6 +100,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
       count: rows,
       cols,
       screenRows: rows,
+      links,
       source: terminal,
     });
   }
@@ -113,7 +117,10 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // Automatic newline (LNM): xterm.js keeps it as convertEol, which addon-serialize does not carry.
   if (terminal.options.convertEol) data += "\x1b[20h";
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
-  return data;
+  // Last, once nothing more is printed: text the program prints next belongs to the link it left open. The SGR
+  // again first: addon-serialize ended the screen with an SGR 4 that xterm.js reports for the link, not for the text.
+  const openLink = current && links(current);
+  return openLink ? `${data}${sgr(current)}${openLink}` : data;
 }
 
 /**
@@ -140,8 +147,10 @@ function placeCursor(terminal: Terminal, buffer: IBuffer, top: number): string {
   const x = line.getCell(cols - 1)?.getWidth() === 0 ? cols - 2 : cols - 1;
   const cell = line.getCell(x);
   if (!cell) return moveCursor(buffer, cols, top);
+  const link = linkOpener(terminal)(cell);
   // An empty cell cannot be printed; a space looks the same.
-  return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${sgr(cell)}${cell.getChars() || " "}${sgr(current)}`;
+  const char = cell.getChars() || " ";
+  return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${sgr(cell)}${link ? `${link}${char}${CLOSE_LINK}` : char}${sgr(current)}`;
 }
 
 /** The attributes the next character is printed with; xterm.js keeps them only internally. */

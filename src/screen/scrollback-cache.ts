@@ -1,4 +1,5 @@
 import type { IBuffer, IMarker, Terminal } from "@xterm/headless";
+import { linkOpener, type LinkOpener } from "./hyperlinks.ts";
 import { serializeRows } from "./row-serializer.ts";
 
 /**
@@ -42,6 +43,7 @@ export interface HistoryLayout {
  */
 export class ScrollbackCache {
   readonly #terminal: Terminal;
+  readonly #links: LinkOpener;
   #runs: Run[] = [];
   #rows = 0;
   #marker: IMarker | undefined;
@@ -51,6 +53,7 @@ export class ScrollbackCache {
 
   constructor(terminal: Terminal) {
     this.#terminal = terminal;
+    this.#links = linkOpener(terminal);
   }
 
   /**
@@ -121,7 +124,7 @@ export class ScrollbackCache {
     const added: Run[] = [];
     const seal = (): void => {
       if (row === runStart) return;
-      const text = serializeRows({ buffer, first: runStart, count: row - runStart, cols: this.#cols, screenRows: 0 });
+      const text = serializeRows({ buffer, first: runStart, count: row - runStart, cols: this.#cols, screenRows: 0, links: this.#links });
       // The addon builds its output by concatenation, which engines keep as a
       // rope; reading one character flattens it in place, so joining the
       // cached runs later copies ~1 MB once instead of walking ropes (12 ms).
@@ -159,11 +162,11 @@ export class ScrollbackCache {
     const buffer = this.#terminal.buffer.normal;
     const cols = this.#cols;
     if (from > 0 || layout.firstBreakScrolls) {
-      return [serializeRows({ buffer, first: from, count: to - from, cols, screenRows: 0 })];
+      return [serializeRows({ buffer, first: from, count: to - from, cols, screenRows: 0, links: this.#links })];
     }
     const firstEnd = logicalLineEnd(buffer, 0, to);
-    const pieces = [serializeRows({ buffer, first: 0, count: firstEnd, cols, screenRows: 1 })];
-    if (firstEnd < to) pieces.push(serializeRows({ buffer, first: firstEnd, count: to - firstEnd, cols, screenRows: 0 }));
+    const pieces = [serializeRows({ buffer, first: 0, count: firstEnd, cols, screenRows: 1, links: this.#links })];
+    if (firstEnd < to) pieces.push(serializeRows({ buffer, first: firstEnd, count: to - firstEnd, cols, screenRows: 0, links: this.#links }));
     return pieces;
   }
 

@@ -1,4 +1,5 @@
 import type { IBufferCell } from "@xterm/headless";
+import { isUnderlinedBySgr } from "./xterm-internals.ts";
 
 /**
  * The attribute reads SGR needs. A buffer cell has them, and so do the
@@ -39,7 +40,7 @@ export function sgr(attributes: CellAttributes): string {
   const flags: [boolean | number, number][] = [
     [attributes.isInverse(), 7],
     [attributes.isBold(), 1],
-    [attributes.isUnderline(), 4],
+    [isUnderlinedBySgr(attributes), 4],
     [attributes.isOverline(), 53],
     [attributes.isBlink(), 5],
     [attributes.isInvisible(), 8],

@@ -24,6 +24,7 @@ export interface CoreInternals {
   coreMouseService?: { activeEncoding?: unknown };
   _inputHandler?: { _curAttrData?: Partial<CellAttributes>; selectCharset?: unknown };
   _charsetService?: { glevel?: unknown; charset?: unknown; _charsets?: unknown };
+  _oscLinkService?: { getLinkData?: unknown };
 }
 
 /** xterm.js's internal core of `terminal`, if it has one. */
@@ -34,4 +35,30 @@ export function coreOf(terminal: Terminal): CoreInternals | undefined {
 /** The internal state of one of `terminal`'s buffers, if it can be read. */
 export function bufferInternals(terminal: Terminal, buffer: "normal" | "alt"): BufferInternals | undefined {
   return coreOf(terminal)?.buffers?.[buffer];
+}
+
+/**
+ * The OSC 8 link id a cell (or an attribute record) carries, or 0. xterm.js
+ * keeps it in the extended attributes, which are current only while the cell
+ * says it has them: a reused cell object keeps the last ones it read.
+ */
+export function cellLinkId(cell: object): number {
+  const internals = cell as { hasExtendedAttrs?: unknown; extended?: { urlId?: unknown } };
+  if (typeof internals.hasExtendedAttrs !== "function" || !internals.hasExtendedAttrs()) return 0;
+  const id = internals.extended?.urlId;
+  return typeof id === "number" ? id : 0;
+}
+
+/** xterm.js's flag for SGR 4 in a cell's or attribute record's foreground word. */
+const FG_UNDERLINE = 0x10000000;
+
+/**
+ * Whether SGR 4 (or 4:x) is in force. xterm.js's `isUnderline()` is also true
+ * for every character of a hyperlink, which it draws underlined: an SGR 4
+ * sent for those would outlast the link on the client.
+ */
+export function isUnderlinedBySgr(attributes: { isUnderline(): boolean | number }): boolean {
+  const fg = (attributes as { fg?: unknown }).fg;
+  if (typeof fg !== "number" || cellLinkId(attributes) === 0) return Boolean(attributes.isUnderline());
+  return (fg & FG_UNDERLINE) !== 0;
 }

@@ -124,11 +124,11 @@ export function screenState(terminal: Terminal, reference: Terminal = terminal):
   return {
     activeBuffer: active.type,
     cursor: { x: Math.min(active.cursorX, cols - 1), y: active.cursorY },
-    normal: describeRows(normal, 0, normal.length, cols, leniency(judged.normal, 0, cols, judged.normal.baseY)),
+    normal: describeRows(normal, 0, normal.length, cols, leniency(judged.normal, 0, cols, judged.normal.baseY), linkOf(terminal)),
     // Only the visible rows: after a shrink xterm keeps alternate rows above the screen.
     alternate:
       active.type === "alternate"
-        ? describeRows(alternate, alternate.baseY, terminal.rows, cols, leniency(judged.alternate, judged.alternate.baseY, cols, judged.alternate.baseY))
+        ? describeRows(alternate, alternate.baseY, terminal.rows, cols, leniency(judged.alternate, judged.alternate.baseY, cols, judged.alternate.baseY), linkOf(terminal))
         : [],
     modes: { ...terminal.modes },
     cursorShape: cursorShapeOf(terminal),
@@ -181,7 +181,22 @@ function leniency(buffer: IBuffer, from: number, cols: number, boundaryRow: numb
 }
 
 /** `count` rows from `from` on, each as "text  [attribute runs]", prefixed with "↩" when it continues the row before. */
-function describeRows(buffer: IBuffer, from: number, count: number, cols: number, leniency: Leniency): string[] {
+/**
+ * The hyperlink (OSC 8) a cell carries, as "id;uri", or "". xterm.js keeps
+ * the link's id in the cell's extended attributes and its URI in an internal
+ * service; the ids themselves differ between terminals.
+ */
+function linkOf(terminal: Terminal): (cell: IBufferCell) => string {
+  const service = (terminal as unknown as { _core: { _oscLinkService: { getLinkData(id: number): { id?: string; uri: string } | undefined } } })._core._oscLinkService;
+  return (cell) => {
+    const internals = cell as unknown as { hasExtendedAttrs(): number; extended: { urlId: number } };
+    if (!internals.hasExtendedAttrs() || internals.extended.urlId === 0) return "";
+    const data = service.getLinkData(internals.extended.urlId);
+    return data ? `${data.id ?? ""};${data.uri}` : "";
+  };
+}
+
+function describeRows(buffer: IBuffer, from: number, count: number, cols: number, leniency: Leniency, link: (cell: IBufferCell) => string): string[] {
   const rows: string[] = [];
   const cell = buffer.getNullCell();
   // After some resizes xterm.js holds fewer alternate rows than the screen
@@ -199,10 +214,13 @@ function describeRows(buffer: IBuffer, from: number, count: number, cols: number
     const runs: string[] = [];
     let runStart = 0;
     let runAttrs = "";
+    const links: string[] = [];
     const width = leniency.looseLastCell.has(row) ? cols - 1 : cols;
     for (let x = 0; x < width; x++) {
       line.getCell(x, cell);
       text += cell.getWidth() === 0 ? "" : cell.getChars() || "·";
+      // Only printed characters can be links.
+      if (cell.getChars() !== "" && link(cell) !== "") links.push(`${x}:${link(cell)}`);
       // addon-serialize carries only the background of an empty cell (a
       // wide character's filler keeps the flags it was written with).
       const attrs = cell.getChars() === "" ? background(cell) : attributes(cell);
@@ -214,7 +232,7 @@ function describeRows(buffer: IBuffer, from: number, count: number, cols: number
     }
     if (runAttrs) runs.push(`${runStart}-${width - 1}:${runAttrs}`);
     const wrap = !leniency.looseWrap.has(row) && line.isWrapped ? "↩" : "";
-    rows.push(`${wrap}${text}  [${runs.filter((run) => !run.endsWith(":plain")).join(" ")}]`);
+    rows.push(`${wrap}${text}  [${runs.filter((run) => !run.endsWith(":plain")).join(" ")}]${links.length > 0 ? `  links ${links.join(" ")}` : ""}`);
   }
   return rows;
 }

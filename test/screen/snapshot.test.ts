@@ -217,6 +217,28 @@ describe("snapshots", () => {
     expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
   });
 
+  test("hyperlinks (OSC 8: ls --hyperlink, gcc, systemd) stay links after a snapshot, in the history and on both screens, and a link left open goes on", async () => {
+    const link = (uri: string, text: string, id = "") => `\x1b]8;${id && `id=${id}`};${uri}\x1b\\${text}\x1b]8;;\x1b\\`;
+    const cases: Record<string, [setup: string, after: string]> = {
+      lsHyperlink: [`${link("file:///tmp/a", "a")}  ${link("file:///tmp/b%20c", "b c.txt")}\r\n$ `, "ls\r\n"],
+      belTerminated: ["\x1b]8;;https://example.com/bel\x07bel\x1b]8;;\x07 after\r\n", "x"],
+      adjacent: [`${link("https://a.example", "A")}${link("https://b.example", "B")}C\r\n`, "x"],
+      wrappedWithId: [`${link("https://example.com/long", "x".repeat(25), "w")} end\r\n`, "x"],
+      coloured: [`\x1b[34;4m${link("https://c.example", "blue")}\x1b[0m plain\r\n`, "x"],
+      wide: [`${link("https://wide.example", "日本語")}\r\n`, "x"],
+      inHistory: [Array.from({ length: 12 }, (_, i) => `line ${link(`https://example.com/${i}`, `page ${i}`)}\r\n`).join(""), "x"],
+      pendingWrapAtTheEdge: [`${link("https://edge.example", "0123456789")}`.replace("\x1b]8;;\x1b\\", ""), "next\x1b]8;;\x1b\\ plain"],
+      leftOpen: ["\x1b]8;id=o;https://open.example\x1b\\still ", "linked\x1b]8;;\x1b\\ plain"],
+      fullScreenApp: [`shell ${link("https://shell.example", "link")}\x1b[?1049h\x1b[H\x1b[2J${link("https://app.example", "in the app")}`, "\x1b[?1049lback"],
+    };
+    for (const [name, [setup, after]] of Object.entries(cases)) {
+      using subject = new MirrorUnderTest({ cols: 10, rows: 4, scrollback: 100 });
+      subject.write(setup);
+      const { client } = await expectSnapshotReproduces(subject, expect);
+      await expectSameAfter(subject, client, after, expect, name);
+    }
+  });
+
   test("an OSC title split across reads is continued by the client", async () => {
     using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
     subject.write("\x1b]0;my ti");
