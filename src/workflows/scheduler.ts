@@ -3,22 +3,32 @@ import { HatchError } from "../platform/index.ts";
 import { MANUAL_SCHEDULE, SCHEDULE_TIMEZONE, type Workflow } from "./workflow.ts";
 import type { Workflows } from "./workflows.ts";
 
-
 /** Collaborators of the scheduler. */
 export interface WorkflowSchedulerOptions {
   workflows: Workflows;
   /** Fire a scheduled run (the engine's `fire`); refusals are expected and swallowed. */
-  fire(workflow: Workflow): Promise<unknown>;
+  fire(workflow: Workflow): Promise<{ id: string }>;
+  /** Whether a run is still waiting to start (queued, or waiting to retry). */
+  waiting(runId: string): boolean;
   onError?: (error: unknown) => void;
+  /** Where a skipped tick is reported (once per streak); console.warn by default. */
+  onSkip?: (line: string) => void;
 }
 
 /**
  * The in-process scheduler: one croner job per active workflow with a cron
  * schedule. `sync` after every change to a workflow; message triggers are not
  * its business, so schedule edits never touch them.
+ *
+ * A tick is skipped while the workflow's last scheduled run has not started:
+ * a schedule faster than its runs (every minute, a run of five) would
+ * otherwise queue a run per tick until the spend limit, holding the pool for
+ * every other workflow. At most one scheduled run waits behind a working one.
  */
 export class WorkflowScheduler implements AsyncDisposable {
   readonly #jobs = new Map<string, { schedule: string; cron: Cron }>();
+  /** Per workflow, its last accepted scheduled run, and whether the ticks since were skipped. */
+  readonly #lastRuns = new Map<string, { runId: string; skipping: boolean }>();
   #stopped = false;
 
   constructor(private readonly options: WorkflowSchedulerOptions) {}
@@ -37,6 +47,7 @@ export class WorkflowScheduler implements AsyncDisposable {
     if (current?.schedule === wanted) return;
     current?.cron.stop();
     this.#jobs.delete(workflowId);
+    this.#lastRuns.delete(workflowId);
     if (!wanted) return;
     const cron = new Cron(wanted, { timezone: SCHEDULE_TIMEZONE, mode: "5-or-6-parts", unref: true, catch: (e) => this.#error(e) }, () => this.#fire(workflowId));
     this.#jobs.set(workflowId, { schedule: wanted, cron });
@@ -52,15 +63,28 @@ export class WorkflowScheduler implements AsyncDisposable {
     this.#stopped = true;
     for (const { cron } of this.#jobs.values()) cron.stop();
     this.#jobs.clear();
+    this.#lastRuns.clear();
   }
 
   #fire(workflowId: string): void {
     const workflow = this.options.workflows.get(workflowId);
     if (!workflow) return this.sync(workflowId);
-    this.options.fire(workflow).catch((error: unknown) => {
-      // A paused workflow or a spent budget refuses; the engine already audited a spend refusal and logged a run it could not record.
-      if (!(error instanceof HatchError)) this.#error(error);
-    });
+    const last = this.#lastRuns.get(workflowId);
+    if (last && this.options.waiting(last.runId)) {
+      if (!last.skipping) (this.options.onSkip ?? console.warn)(`hatch: skipping the scheduled fires of workflow ${workflowId} until its run ${last.runId}, queued by the schedule, starts`);
+      last.skipping = true;
+      return;
+    }
+    this.options.fire(workflow).then(
+      (run) => {
+        // Not after a sync dropped the job meanwhile (paused, deleted): its next job starts with a clean slate.
+        if (this.#jobs.has(workflowId)) this.#lastRuns.set(workflowId, { runId: run.id, skipping: false });
+      },
+      (error: unknown) => {
+        // A paused workflow or a spent budget refuses; the engine already audited a spend refusal and logged a run it could not record.
+        if (!(error instanceof HatchError)) this.#error(error);
+      },
+    );
   }
 
   #error(error: unknown): void {

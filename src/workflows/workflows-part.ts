@@ -103,6 +103,10 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
   const scheduler = new WorkflowScheduler({
     workflows: stores.workflows,
     fire: (workflow) => engine.fire({ workflowId: workflow.id, trigger: { id: null, kind: "schedule" }, source: { kind: "schedule", schedule: workflow.schedule } }),
+    waiting: (runId) => {
+      const status = stores.runs.get(runId)?.status;
+      return status === "queued" || status === "waiting-retry";
+    },
   });
   stores.workflows.flagOutdatedTemplates(TEMPLATES.values());
   engine.recover();

@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 import { answers, commandWorkflow, countRows } from "../helpers/workflows.ts";
@@ -62,5 +62,33 @@ describe("the scheduler", () => {
       { code: "spend_limit_reached", limit: "runs", trigger: "schedule" },
       { code: "spend_limit_reached", limit: "runs", trigger: "schedule" },
     ]);
+  });
+
+  test("a schedule faster than its runs queues one run behind the working one, skipping the ticks between, and fires again once it starts", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    // Another workflow on the same schedule is the clock that shows the ticks came.
+    const clock = await commandWorkflow(member, "echo tick", { schedule: EVERY_SECOND, mode: "fresh" });
+    const ticks = async () => (await member.client.get(`/api/workflows/${clock.id}/runs?status=succeeded`)).body.runs.length as number;
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const slow = await commandWorkflow(member, "sleep 300", { schedule: EVERY_SECOND, mode: "one-thread" });
+      const runs = async () => (await member.client.get(`/api/workflows/${slow.id}/runs`)).body.runs as { id: string; number: number; status: string }[];
+      await waitFor(async () => (await runs()).length === 2, "a second scheduled run");
+      const seen = await ticks();
+      await waitFor(async () => (await ticks()) >= seen + 3, "three more ticks");
+      const held = await runs();
+      expect(held.map((r) => r.status).sort()).toEqual(["queued", "running"]);
+      const skips = warned.mock.calls.map(([line]) => String(line)).filter((line) => line.includes(slow.id));
+      expect(skips).toHaveLength(1);
+      expect(skips[0]).toContain("skipping the scheduled fires");
+
+      // The working run ends; the queued one starts, and the next tick queues one behind it.
+      const working = held.find((r) => r.status === "running")!;
+      expect((await member.client.post(`/api/workflows/${slow.id}/runs/${working.id}/cancel`, {})).status).toBe(200);
+      await waitFor(async () => (await runs()).length === 3, "a third scheduled run");
+    } finally {
+      warned.mockRestore();
+    }
   });
 });
