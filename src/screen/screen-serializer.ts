@@ -117,6 +117,7 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // Automatic newline (LNM): xterm.js keeps it as convertEol, which addon-serialize does not carry.
   if (terminal.options.convertEol) data += "\x1b[20h";
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
+  data += titleSequence(terminal);
   // Last, once nothing more is printed: text the program prints next belongs to the link it left open. The SGR
   // again first: addon-serialize ended the screen with an SGR 4 that xterm.js reports for the link, not for the text.
   const openLink = current && links(current);
@@ -243,6 +244,19 @@ function cursorShapeSequence(terminal: Terminal): string {
   const shape = typeof modes?.cursorStyle === "string" ? CURSOR_SHAPES[modes.cursorStyle] : undefined;
   if (!shape) return "";
   return `\x1b[${modes?.cursorBlink === false ? shape[1] : shape[0]} q`;
+}
+
+/**
+ * OSC 2 setting the window title a program set (shells set it at each
+ * prompt, vim and ssh when they start): the widget shows it as the tab's
+ * name, which a reconnect would otherwise lose until the program sets it
+ * again. Nothing when none was set.
+ */
+function titleSequence(terminal: Terminal): string {
+  const title = coreOf(terminal)?._inputHandler?._windowTitle;
+  // The parser never stores a control character in a title; a title that has one is not sent at all.
+  if (typeof title !== "string" || title === "" || /[\x00-\x1f\x7f-\x9f]/.test(title)) return "";
+  return `\x1b]2;${title}\x1b\\`;
 }
 
 function isCursorHidden(terminal: Terminal): boolean {

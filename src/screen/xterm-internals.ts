@@ -22,7 +22,7 @@ export interface CoreInternals {
   buffers?: Partial<Record<"normal" | "alt", BufferInternals>>;
   coreService?: { isCursorHidden?: unknown; decPrivateModes?: { cursorStyle?: unknown; cursorBlink?: unknown } };
   coreMouseService?: { activeEncoding?: unknown };
-  _inputHandler?: { _curAttrData?: Partial<CellAttributes>; selectCharset?: unknown };
+  _inputHandler?: { _curAttrData?: Partial<CellAttributes>; selectCharset?: unknown; _windowTitle?: unknown };
   _charsetService?: { glevel?: unknown; charset?: unknown; _charsets?: unknown };
   _oscLinkService?: { getLinkData?: unknown };
 }

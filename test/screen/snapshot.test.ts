@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { Terminal } from "@xterm/headless";
 import { MirrorUnderTest, attach, concat, encode, expectSameAfter, expectSnapshotReproduces, feed, replay, screenState, seededRandom } from "./mirror-fixture.ts";
 
 // No SGR 2 (dim): addon-serialize 0.14 ends bold with it (see row-serializer.ts).
@@ -236,6 +237,27 @@ describe("snapshots", () => {
       subject.write(setup);
       const { client } = await expectSnapshotReproduces(subject, expect);
       await expectSameAfter(subject, client, after, expect, name);
+    }
+  });
+
+  test("the window title a program set (OSC 0 or 2) is carried, and none when it set none", async () => {
+    const cases: Record<string, [output: string, title: string | null]> = {
+      none: ["$ ", null],
+      osc2: ["\x1b]2;user@host: ~/src\x07$ ", "user@host: ~/src"],
+      osc0: ["\x1b]0;vim — notes.md\x1b\\\x1b[?1049hediting", "vim — notes.md"],
+      setTwice: ["\x1b]2;first\x07\x1b]2;second\x07", "second"],
+    };
+    for (const [name, [output, title]] of Object.entries(cases)) {
+      using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
+      subject.write(output);
+      await subject.settled();
+      const snapshot = await subject.mirror.snapshot();
+      const client = new Terminal({ cols: snapshot.cols, rows: snapshot.rows, allowProposedApi: true });
+      let seen = null as string | null;
+      client.onTitleChange((t) => (seen = t));
+      await feed(client, snapshot.data);
+      expect({ name, title: seen }).toEqual({ name, title });
+      client.dispose();
     }
   });
 
