@@ -108,7 +108,7 @@ async function openDataDirPlatform(config: HatchConfig) {
   let database;
   try {
     database = openDataDir(config.dataDir);
-    const platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000 });
+    const platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000, takeNewKey: false });
     return { platform, close: database.close };
   } catch (error) {
     database?.close();

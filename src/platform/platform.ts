@@ -66,6 +66,12 @@ export function createPlatform(options: PlatformOptions): Platform {
 export interface OpenPlatformOptions extends Omit<PlatformOptions, "secretKey"> {
   secretKey: string | null;
   dataDir: string;
+  /**
+   * Whether a key other than the one the data dir was set up with is taken
+   * while no secret is stored: yes for the server, never for the CLI, which
+   * runs beside a server that may seal with its own key any moment.
+   */
+  takeNewKey: boolean;
 }
 
 /**
@@ -78,7 +84,7 @@ export async function openPlatform(options: OpenPlatformOptions): Promise<Platfo
   const { key, createdFile } = await loadSecretKey(options);
   const platform = createPlatform({ ...options, secretKey: key });
   try {
-    await platform.secrets.checkKey();
+    await platform.secrets.checkKey({ takeNewKey: options.takeNewKey });
   } catch (error) {
     if (createdFile) rmSync(createdFile, { force: true });
     throw error;

@@ -82,9 +82,10 @@ export class Secrets {
    * and fail later, at the first secret read, with an error that named no key.
    * The first start seals a known value (`secretKeyCheck`); a database from
    * before that is checked against any secret it holds. A new key is taken
-   * while no secret is stored, since none is lost.
+   * while no secret is stored, since none is lost, unless `takeNewKey` is
+   * false: the CLI must never re-key a data dir a running server seals with.
    */
-  async checkKey(): Promise<void> {
+  async checkKey({ takeNewKey }: { takeNewKey: boolean }): Promise<void> {
     let check = this.db.select().from(secretKeyCheck).get();
     if (check === undefined) {
       const sample = this.db.select().from(secrets).limit(1).get();
@@ -97,9 +98,9 @@ export class Secrets {
     }
     if (await this.#opens(check.iv, check.ciphertext, KEY_CHECK_AAD)) return;
     // No secret to lose (a key file deleted before any was stored): the new key seals from now on.
-    if (this.db.select({ id: secrets.id }).from(secrets).limit(1).get() === undefined) {
+    if (takeNewKey && this.db.select({ id: secrets.id }).from(secrets).limit(1).get() === undefined) {
       this.db.delete(secretKeyCheck).run();
-      return this.checkKey();
+      return this.checkKey({ takeNewKey });
     }
     throw keyMismatch();
   }

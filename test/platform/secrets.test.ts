@@ -125,6 +125,25 @@ describe("secrets", () => {
       expect(await hatch.platform.secrets.put("user", "u1", "k", "v")).toMatchObject({ id: "k" });
     });
 
+    test("the CLI never takes a new key: run beside a server without its HATCH_SECRET_KEY, it is refused and changes nothing, even while no secret is stored", async () => {
+      using dataDir = dataDirOf();
+      const serverKey = { HATCH_SECRET_KEY: "the-server's-own-key-of-more-than-32-characters" };
+      const server = await startHatch(config(dataDir, serverKey));
+      // An operator's shell (ssh, beside a systemd unit) lacks the server's variable: the CLI would generate secret.key.
+      let err = "";
+      const cli = await runCli(["admin", "setting", "get", "--json"], adminCommands, { env: { HATCH_DATA_DIR: dataDir }, stdin: async () => "", io: { out: () => {}, err: (t) => (err += t) } });
+      expect({ cli, error: JSON.parse(err).error, keyFile: existsSync(join(dataDir, "secret.key")) }).toEqual({
+        cli: 1,
+        error: { code: "data_dir_unusable", message: expect.stringContaining(MISMATCH) },
+        keyFile: false,
+      });
+      // The running server goes on sealing with its key, and starts again on it.
+      await server.platform.secrets.put("project", "p", "api-key", "sk-live-value");
+      await server.stop();
+      await using restarted = await startHatch(config(dataDir, serverKey));
+      expect(await restarted.platform.secrets.reveal("project", "p", "api-key")).toBe("sk-live-value");
+    });
+
     test("a database from before the check is judged by a secret it holds", async () => {
       using dataDir = dataDirOf();
       await withSecret(dataDir);
