@@ -13,6 +13,9 @@ export interface CliIo {
 /** Exit codes: 0 done, 1 the command failed, 2 bad arguments. */
 export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
+/** The code of a failure that is no HatchError, in --json output. */
+const COMMAND_FAILED = "command_failed";
+
 const SERVE_SUMMARY = "Run the service (web host and companion server)";
 const SERVE_USAGE = `usage: hatch serve\n${SERVE_SUMMARY}, configured by the HATCH_* environment variables (see the README)`;
 
@@ -94,11 +97,10 @@ export async function runCli(
       io.err(`hatch: ${error.message}\n\n${commandUsage(command)}`);
       return EXIT.usage;
     }
-    if (error instanceof HatchError) {
-      io.err(parsed.values.json ? JSON.stringify({ error: { code: error.code, message: error.message } }) : `hatch: ${error.message}`);
-      return EXIT.failed;
-    }
-    throw error;
+    const { code, message } = error instanceof HatchError ? error : { code: COMMAND_FAILED, message: (error as Error)?.message ?? String(error) };
+    // Not the operator's input (a locked or failing database, a race with another process): still one line they can act on.
+    io.err(parsed.values.json ? JSON.stringify({ error: { code, message } }) : `hatch: ${message}`);
+    return EXIT.failed;
   } finally {
     opened.current?.close();
   }

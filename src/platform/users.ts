@@ -1,6 +1,6 @@
 import { eq, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
-import { users } from "../db/index.ts";
+import { isUniqueViolation, users } from "../db/index.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
 import { newId } from "./ids.ts";
 import { hashPassword, verifyPassword } from "./password.ts";
@@ -41,9 +41,16 @@ export class Users {
     const normalized = normalizeEmail(email);
     if (!EMAIL.test(normalized)) throw badRequest("invalid_email", `Cannot create user: "${email}" is not an email address`);
     checkPassword(password, "Cannot create user");
-    if (this.findByEmail(normalized)) throw conflict("user_exists", `Cannot create user: "${normalized}" already exists`);
+    const exists = () => conflict("user_exists", `Cannot create user: "${normalized}" already exists`);
+    if (this.findByEmail(normalized)) throw exists();
     const row = { id: newId(), email: normalized, passwordHash: await hashPassword(password), createdAt: Date.now() };
-    this.db.insert(users).values(row).run();
+    try {
+      this.db.insert(users).values(row).run();
+    } catch (error) {
+      // Created meanwhile, while the password was hashed (another CLI run, say).
+      if (isUniqueViolation(error)) throw exists();
+      throw error;
+    }
     return publicUser(row);
   }
 

@@ -268,6 +268,30 @@ describe("the hatch CLI", () => {
     expect(JSON.parse(refused.err).error).toEqual({ code: "data_dir_unusable", message: expect.stringContaining(`Cannot use the key file ${join(truncatedKey, "secret.key")}: it holds 0 bytes of key`) });
   });
 
+  test("two `user add` of one email at once: one creates it, the other gets user_exists with exit 1", async () => {
+    using dir = tempDataDir();
+    // Set the data dir up first, so the two race only on the user.
+    expect((await hatchCli(dir, ["admin", "setting", "get"])).code).toBe(0);
+    const add = () => hatchCli(dir, ["admin", "user", "add", "--email", "race@example.com", "--password", "race pass 1", "--json"]);
+    const results = await Promise.all([add(), add()]);
+    expect(results.map((r) => r.code).sort()).toEqual([0, 1]);
+    const loser = results.find((r) => r.code === 1)!;
+    expect(JSON.parse(loser.err).error.code).toBe("user_exists");
+  });
+
+  test("a failure that is nobody's input (the database refused a write) stops a command with exit 1 and one line, in JSON under --json", async () => {
+    using dir = tempDataDir();
+    expect((await hatchCli(dir, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"])).code).toBe(0);
+    {
+      using db = new Database(join(dir, DATABASE_FILE));
+      db.run("CREATE TRIGGER poison BEFORE INSERT ON projects BEGIN SELECT RAISE(ABORT, 'the disk is on fire'); END");
+    }
+    const args = ["admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com"];
+    expect(await hatchCliProcess(dir, args)).toEqual({ code: 1, out: "", err: "hatch: the disk is on fire\n" });
+    const json = await hatchCliProcess(dir, [...args, "--json"]);
+    expect({ code: json.code, out: json.out, error: JSON.parse(json.err).error }).toEqual({ code: 1, out: "", error: { code: "command_failed", message: "the disk is on fire" } });
+  });
+
   test("the real CLI process exits non-zero with usage on bad arguments", async () => {
     using dir = tempDataDir();
     const result = await hatchCliProcess(dir, ["admin", "project", "add", "--slug", "x"]);
