@@ -3,6 +3,7 @@ import { ConfigError, loadConfig, type HatchConfig } from "../config.ts";
 import { openDataDir } from "../db/index.ts";
 import { HatchError, openPlatform, type Platform } from "../platform/index.ts";
 import { UsageError, type Command, type CommandContext } from "./command.ts";
+import { printableJson, printableText } from "./printable.ts";
 
 /** Where the CLI writes; injectable so tests can read it. */
 export interface CliIo {
@@ -90,7 +91,7 @@ export async function runCli(
   };
   try {
     const result = await command.run(ctx, parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
-    io.out(parsed.values.json ? JSON.stringify(result, null, 2) : command.human ? command.human(result) : JSON.stringify(result, null, 2));
+    io.out(parsed.values.json || !command.human ? printableJson(result, 2) : printableText(command.human(result)));
     return EXIT.ok;
   } catch (error) {
     if (error instanceof UsageError) {
@@ -99,7 +100,8 @@ export async function runCli(
     }
     const { code, message } = error instanceof HatchError ? error : { code: COMMAND_FAILED, message: (error as Error)?.message ?? String(error) };
     // Not the operator's input (a locked or failing database, a race with another process): still one line they can act on.
-    io.err(parsed.values.json ? JSON.stringify({ error: { code, message } }) : `hatch: ${message}`);
+    // Messages quote stored values too (a name, a label).
+    io.err(parsed.values.json ? printableJson({ error: { code, message } }) : `hatch: ${printableText(message)}`);
     return EXIT.failed;
   } finally {
     opened.current?.close();

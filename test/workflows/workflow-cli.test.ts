@@ -9,6 +9,8 @@ import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
 import { hatchCli } from "../helpers/cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
+import { commandWorkflow, fire, issueToken, memberWithBareRuns } from "../helpers/workflows.ts";
+import { startWorld } from "../helpers/world.ts";
 
 const commands = [...adminCommands, ...workflowCommands];
 const cli = (dir: string, argv: string[]) => hatchCli(dir, argv, commands);
@@ -72,6 +74,31 @@ describe("the workflow CLI", () => {
     const run = await hatch.workflows.engine.fire({ workflowId: workflow.id, trigger: { id: null, kind: "manual" }, source: { kind: "manual", userId: workflow.createdBy, email: "owner@example.com" } });
     await waitFor(async () => (await cli(dir, ["workflow", "runs", "--workflow", workflow.id, "--json"])).json()[0]?.status === "succeeded", "the run");
     expect((await cli(dir, ["workflow", "runs", "--workflow", workflow.id])).out.trim()).toBe(`#1 succeeded (manual) ${run.id}  "on it" background: "report ready"`);
+  });
+
+  test("what members and webhook callers wrote reaches the operator's terminal with its control characters escaped, in text and in JSON", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await memberWithBareRuns(world, project);
+    // A member names the workflow over HTTP; the command echoes the untrusted fire text to stderr and fails.
+    const workflow = await commandWorkflow(member, "cat >&2; exit 1", { name: "ok\x1b]0;owned\x07\r\x9b2K" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const text = "\x1b]52;c;ZWNobyBwd25lZA==\x1b\\\x1b[1A\x1b[2Kall good";
+    expect((await fire(world, workflow.id, token, { text })).status).toBe(202);
+    const run = (argv: string[]) => hatchCli(world.config.dataDir, argv, commands);
+    await waitFor(async () => (await run(["workflow", "runs", "--workflow", workflow.id, "--json"])).json()[0]?.status === "failed", "the run to fail");
+
+    const printed = {
+      list: (await run(["workflow", "list", "--project", project.slug])).out,
+      runs: (await run(["workflow", "runs", "--workflow", workflow.id])).out,
+      json: (await run(["workflow", "list", "--project", project.slug, "--json"])).out,
+    };
+    const controls = (out: string) => [...out].filter((c) => /[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(c)).length;
+    expect({ list: controls(printed.list), runs: controls(printed.runs), json: controls(printed.json) }).toEqual({ list: 0, runs: 0, json: 0 });
+    // Escaped, not dropped: the operator sees what was written, and the JSON still reads back as it.
+    expect(printed.list).toContain("ok\\x1b]0;owned\\x07\\x0d\\x9b2K");
+    expect(printed.runs).toContain("\\x1b]52;c;");
+    expect(JSON.parse(printed.json)[0].name).toBe("ok\x1b]0;owned\x07\r\x9b2K");
   });
 
   test("bad arguments exit 2 with usage and change nothing; a refused command exits 1", async () => {

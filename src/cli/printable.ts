@@ -1,0 +1,25 @@
+/**
+ * Control characters other than tab and newline: ESC starts the sequences a
+ * terminal obeys (OSC 52 writes the clipboard, CSI moves the cursor over
+ * lines already printed), CR overwrites a line, and C1 (U+0080-U+009F) is
+ * CSI and OSC on terminals that read 8-bit controls.
+ */
+const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
+
+/**
+ * Text for the operator's terminal with every control character shown as an
+ * escape (`\x1b`). What the CLI prints holds strings members and webhook
+ * callers wrote (workflow names, source labels, a command's stderr echoing
+ * its fire text): printed raw, they would drive the operator's terminal.
+ */
+export function printableText(text: string): string {
+  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+}
+
+/**
+ * JSON for the operator's terminal: JSON.stringify escapes C0 but not C1 or
+ * DEL, so those are escaped too (`\u009b`), and the JSON means the same.
+ */
+export function printableJson(value: unknown, indent?: number): string {
+  return JSON.stringify(value, null, indent).replace(/[\x7f-\x9f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
