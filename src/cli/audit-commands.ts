@@ -1,5 +1,5 @@
 import { MAX_AUDIT_PAGE, type AuditEntry, type Platform } from "../platform/index.ts";
-import { UsageError, type Command } from "./command.ts";
+import { integerOption, timeOption, UsageError, type Command } from "./command.ts";
 
 /** Entries `admin audit` shows unless --limit says otherwise. */
 const DEFAULT_ENTRIES_SHOWN = 50;
@@ -29,10 +29,8 @@ export const auditCommands: Command[] = [
     },
     run: async (ctx, v) => {
       if (v.project !== undefined && v.server === true) throw new UsageError("give at most one of --project, --server");
-      const limit = v.limit === undefined ? DEFAULT_ENTRIES_SHOWN : Number(v.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > MAX_AUDIT_PAGE) throw new UsageError(`--limit must be 1 to ${MAX_AUDIT_PAGE}`);
-      const since = v.since === undefined ? undefined : Date.parse(String(v.since));
-      if (since !== undefined && Number.isNaN(since)) throw new UsageError(`--since must be an ISO 8601 time, not "${v.since}"`);
+      const limit = integerOption(v, "limit", { min: 1, max: MAX_AUDIT_PAGE, what: `1 to ${MAX_AUDIT_PAGE}` }) ?? DEFAULT_ENTRIES_SHOWN;
+      const since = timeOption(v, "since");
       const platform = await ctx.platform();
       const projectId = v.server === true ? null : typeof v.project === "string" ? platform.projects.requireBySlug(v.project).id : undefined;
       const action = typeof v.action === "string" ? v.action : undefined;

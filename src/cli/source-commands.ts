@@ -1,6 +1,6 @@
 import { SOURCE_KINDS, SourceStore, type SourceKind, type SourceRule } from "../sources/index.ts";
 import { notFound, type Platform } from "../platform/index.ts";
-import { str, UsageError, type Command } from "./command.ts";
+import { integerOption, str, UsageError, type Command } from "./command.ts";
 
 const project = { type: "string", required: true, description: "project slug" } as const;
 const slug = { type: "string", required: true, description: "source slug" } as const;
@@ -115,8 +115,7 @@ export const sourceCommands: Command[] = [
     summary: "Remove a rule by its id (see rule list); sessions it allowed are re-checked at their next keystroke, reattach or exec",
     options: { project, source: { type: "string", required: true, description: "source slug" }, id: { type: "string", required: true, description: "rule id" } },
     run: async (ctx, v) => {
-      const id = Number(str(v, "id"));
-      if (!Number.isSafeInteger(id) || id < 1) throw new UsageError("--id must be a rule id (a positive integer)");
+      const id = integerOption(v, "id", { min: 1, max: Number.MAX_SAFE_INTEGER, what: "a rule id (a positive integer)" })!;
       const platform = await ctx.platform();
       const p = platform.projects.requireBySlug(str(v, "project"));
       const store = storeOf(platform);

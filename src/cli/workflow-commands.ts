@@ -11,7 +11,7 @@ import {
   type Workflow,
   type WorkflowMode,
 } from "../workflows/index.ts";
-import { str, UsageError, type Command } from "./command.ts";
+import { integerOption, str, UsageError, type Command } from "./command.ts";
 
 /** Runs `workflow runs` shows unless --limit says otherwise. */
 const DEFAULT_RUNS_SHOWN = 20;
@@ -32,13 +32,8 @@ function mode(value: string | boolean | undefined): WorkflowMode | undefined {
   return value as WorkflowMode;
 }
 
-function timeout(value: string | boolean | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const seconds = Number(value);
-  if (!Number.isInteger(seconds) || seconds < MIN_TIMEOUT_SECONDS || seconds > MAX_TIMEOUT_SECONDS) {
-    throw new UsageError(`--timeout must be a whole number of seconds from ${MIN_TIMEOUT_SECONDS} to ${MAX_TIMEOUT_SECONDS}`);
-  }
-  return seconds;
+function timeout(values: Record<string, string | boolean | undefined>): number | undefined {
+  return integerOption(values, "timeout", { min: MIN_TIMEOUT_SECONDS, max: MAX_TIMEOUT_SECONDS, what: `a whole number of seconds from ${MIN_TIMEOUT_SECONDS} to ${MAX_TIMEOUT_SECONDS}` });
 }
 
 /** One run as a line: number, status, trigger, then its answers (and later background results) or its error. */
@@ -75,7 +70,7 @@ export const workflowCommands: Command[] = [
         createdBy: owner.id,
         name: str(v, "name"),
         instruction: typeof v.instruction === "string" ? v.instruction : undefined,
-        runner: { kind: "command", command: str(v, "command"), timeoutSeconds: timeout(v.timeout) },
+        runner: { kind: "command", command: str(v, "command"), timeoutSeconds: timeout(v) },
         mode: mode(v.mode),
       });
       platform.audit.write({ action: "workflow.add", userId: owner.id, projectId: project.id, target: workflow.id, detail: { name: workflow.name, runner: "command", via: "cli" } });
@@ -152,10 +147,10 @@ export const workflowCommands: Command[] = [
       limit: { type: "string", description: `how many (default ${DEFAULT_RUNS_SHOWN})` },
     },
     run: async (ctx, v) => {
+      // Malformed input first: exit 2 whatever the workflow.
+      const limit = integerOption(v, "limit", { min: 1, max: 200, what: "1 to 200" }) ?? DEFAULT_RUNS_SHOWN;
       const platform = await ctx.platform();
       const workflow = requireWorkflow(platform, str(v, "workflow"));
-      const limit = v.limit === undefined ? DEFAULT_RUNS_SHOWN : Number(v.limit);
-      if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw new UsageError("--limit must be 1 to 200");
       return stores(platform).runs.list(workflow.id, { limit });
     },
     human: (r) => (r as Run[]).map(runLine).join("\n") || "(no runs)",

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
-import { adminCommands } from "../../src/cli/index.ts";
+import { adminCommands, auditCommands, sourceCommands, workflowCommands } from "../../src/cli/index.ts";
 import { hatchCli, hatchCliProcess } from "../helpers/cli.ts";
 import { HttpClient } from "../helpers/http-client.ts";
 import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
@@ -252,6 +252,36 @@ describe("the hatch CLI", () => {
     expect(weak.code).toBe(1);
     expect(weak.err).toContain("at least 8 characters");
     expect((await hatchCli(dir, ["admin", "setting", "get", "terminalMaxSessions", "--json"])).json().value).toBe(8);
+  });
+
+  test("a number or time flag that is not written as one (hex, exponent, padded; an impossible date) exits 2 and changes nothing", async () => {
+    using dir = tempDataDir();
+    const cli = (...argv: string[]) => hatchCli(dir, argv, [...adminCommands, ...auditCommands, ...sourceCommands, ...workflowCommands]);
+    await cli("admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1");
+    await cli("admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com");
+    using root = tempDataDir();
+    expect((await cli("admin", "source", "add", "--project", "p", "--slug", "docs", "--kind", "local", "--root", `${root}`)).code).toBe(0);
+    for (const allow of ["r", "rw"]) await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "member", "--allow", allow);
+    const refused: Record<string, string[]> = {
+      ruleId: ["admin", "source", "rule", "remove", "--project", "p", "--source", "docs", "--id", "0x2"],
+      paddedRuleId: ["admin", "source", "rule", "remove", "--project", "p", "--source", "docs", "--id", " 2"],
+      timeout: ["workflow", "add", "--project", "p", "--owner", "o@example.com", "--name", "W", "--command", "true", "--timeout", "1e1"],
+      auditLimit: ["admin", "audit", "--limit", "0x10"],
+      runsLimit: ["workflow", "runs", "--workflow", "any", "--limit", "2.0"],
+      sinceNumber: ["admin", "audit", "--since", "1"],
+      sinceNoDay: ["admin", "audit", "--since", "2026-02-30"],
+      sinceNoHour: ["admin", "audit", "--since", "2026-11-24T25:00Z"],
+    };
+    for (const [name, argv] of Object.entries(refused)) {
+      const result = await cli(...argv);
+      expect({ name, code: result.code, out: result.out }).toEqual({ name, code: 2, out: "" });
+    }
+    expect((await cli("admin", "source", "rule", "list", "--project", "p", "--source", "docs", "--json")).json()).toHaveLength(2);
+    expect((await cli("workflow", "list", "--project", "p", "--json")).json()).toEqual([]);
+    // The forms the usage names still work: a date, a time in UTC or with an offset, and a plain number.
+    for (const since of ["2026-11-24", "2026-11-24T09:30Z", "2026-11-24T09:30:15+01:00", "2026-11-24T09:30"]) {
+      expect({ since, code: (await cli("admin", "audit", "--since", since, "--limit", "5")).code }).toEqual({ since, code: 0 });
+    }
   });
 
   test("a data dir, database or key file that cannot be opened stops a command with exit 1 and one line, no stack trace", async () => {

@@ -54,10 +54,10 @@ describe("hatch admin audit", () => {
     await using world = await startWorld();
     const usage: [string[], string][] = [
       [["--project", "p", "--server"], "give at most one of --project, --server"],
-      [["--limit", "0"], "--limit must be 1 to 1000"],
-      [["--limit", "1001"], "--limit must be 1 to 1000"],
-      [["--limit", "ten"], "--limit must be 1 to 1000"],
-      [["--since", "yesterday"], '--since must be an ISO 8601 time, not "yesterday"'],
+      [["--limit", "0"], '--limit must be 1 to 1000, not "0"'],
+      [["--limit", "1001"], '--limit must be 1 to 1000, not "1001"'],
+      [["--limit", "ten"], '--limit must be 1 to 1000, not "ten"'],
+      [["--since", "yesterday"], '--since must be an ISO 8601 time (2026-11-24 or 2026-11-24T09:30Z), not "yesterday"'],
     ];
     for (const [argv, message] of usage) {
       const refused = await audit(world, ...argv);
