@@ -75,6 +75,9 @@ export class Roles {
   /** Take a feature away from a role (idempotent); `grantor` as for `grant`. */
   revoke(projectId: string, role: string, feature: string, grantor?: ReadonlySet<string>): void {
     this.#requireRole(projectId, role);
+    // What no grant can be is refused as its grant is, not answered (and audited) as a revoke that happened.
+    if (!isFeatureName(feature)) throw badRequest("invalid_feature", `Cannot revoke: "${feature}" is not a valid feature name`);
+    if (feature === WILDCARD) throw forbidden("wildcard_owner_only", `Cannot revoke "${WILDCARD}": only the owner role holds every feature, and it always does`);
     requireHeld(grantor, feature, "revoke");
     this.db
       .delete(roleFeatures)

@@ -63,6 +63,21 @@ describe("roles and feature grants", () => {
     expect(world.platform.roles.list(project.id)).toEqual(before);
   });
 
+  test("a revoke of what no grant can be (a malformed name, the wildcard) is refused as that grant is, over HTTP and in the CLI, and audits nothing", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const malformed = await owner.client.delete("/api/roles/member/features/Not%20A%20Feature");
+    expect({ status: malformed.status, code: malformed.body.error.code }).toEqual({ status: 400, code: "invalid_feature" });
+    const wildcard = await owner.client.delete("/api/roles/manager/features/*");
+    expect({ status: wildcard.status, code: wildcard.body.error.code }).toEqual({ status: 403, code: "wildcard_owner_only" });
+    for (const feature of ["Core.Execute", "*"]) {
+      const cli = await hatchCli(world.config.dataDir, ["admin", "revoke", "--project", project.slug, "--role", "member", "--feature", feature, "--json"]);
+      expect({ feature, code: cli.code, error: JSON.parse(cli.err).error.code }).toEqual({ feature, code: 1, error: feature === "*" ? "wildcard_owner_only" : "invalid_feature" });
+    }
+    expect(world.platform.audit.query({ projectId: project.id, action: "role.revoke" })).toEqual([]);
+  });
+
   test("an admin grants and revokes only features the admin role holds; the owner grants anything grantable", async () => {
     await using world = await startWorld();
     const project = await world.project();
