@@ -22,6 +22,12 @@ export interface ProjectCaller extends Caller {
   role: string;
 }
 
+/** The caller as one with an active project; 403 `no_project` when they have none. */
+export function inProject(caller: Caller): ProjectCaller {
+  if (!caller.project || !caller.role) throw forbidden("no_project", "Choose a project first: you are not a member of an active project");
+  return caller as ProjectCaller;
+}
+
 /** Resolves cookies to callers and answers the permission questions every route asks. */
 export class CallerResolver {
   constructor(
@@ -42,9 +48,7 @@ export class CallerResolver {
 
   /** The caller, who must have an active project. */
   async resolveInProject(token: string | undefined): Promise<ProjectCaller> {
-    const caller = await this.resolve(token);
-    if (!caller.project || !caller.role) throw forbidden("no_project", "Choose a project first: you are not a member of an active project");
-    return caller as ProjectCaller;
+    return inProject(await this.resolve(token));
   }
 
   /**

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
-import { isAdminRole, requireProjectAdmin } from "./caller.ts";
+import { inProject, isAdminRole, requireProjectAdmin, type Caller } from "./caller.ts";
 import { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { unauthorized, forbidden, notFound, tooMany } from "./errors.ts";
 import { AGENT_PACKAGE } from "./features.ts";
@@ -28,6 +28,7 @@ export function platformRoutes(platform: Platform, options: PlatformRoutesOption
     .use(sessionRoutes(platform, options))
     .use(accountRoutes(platform))
     .use(projectRoutes(platform))
+    .use(secretRoutes(platform))
     .use(agentRoutes(platform));
 }
 
@@ -112,7 +113,66 @@ function accountRoutes(platform: Platform) {
     );
 }
 
-/** Routes of the signed-in user's active project: settings, audit, secrets, roles, package access. */
+/**
+ * Secrets: a project's, for its owners and admins, and the caller's own, which
+ * need no project (a member removed from their last project still manages
+ * the credentials they stored).
+ */
+function secretRoutes(platform: Platform) {
+  return new Elysia({ name: "platform-secret-routes" })
+    .derive(async ({ request }) => ({ caller: await platform.callers.resolve(sessionTokenOf(request.headers.get("cookie"))) }))
+    .onTransform(requireJsonBody)
+    .get(
+      "/api/secrets",
+      ({ query, caller }) => {
+        if (query.scope === "project") {
+          const member = inProject(caller);
+          requireProjectAdmin(member);
+          return { secrets: platform.secrets.list("project", member.project.id) };
+        }
+        return { secrets: platform.secrets.list("user", caller.user.id) };
+      },
+      { query: t.Object({ scope: t.Optional(t.Union([t.Literal("user"), t.Literal("project")])) }) },
+    )
+    .put(
+      "/api/secrets/:scope/:id",
+      async ({ params, body, caller }) => {
+        const { scopeId, projectId } = secretSlot(caller, params.scope);
+        const info = await platform.secrets.put(params.scope, scopeId, params.id, body.value);
+        platform.audit.write({ action: "secret.put", userId: caller.user.id, projectId, target: `${params.scope}:${params.id}` });
+        return info;
+      },
+      {
+        params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }),
+        body: t.Object({ value: t.String() }),
+      },
+    )
+    .delete(
+      "/api/secrets/:scope/:id",
+      ({ params, caller }) => {
+        const { scopeId, projectId } = secretSlot(caller, params.scope);
+        if (!platform.secrets.delete(params.scope, scopeId, params.id)) throw notFound("secret_not_found", `Cannot find secret "${params.id}"`);
+        platform.audit.write({ action: "secret.delete", userId: caller.user.id, projectId, target: `${params.scope}:${params.id}` });
+        return { ok: true };
+      },
+      { params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }) },
+    );
+}
+
+/**
+ * Whose secret a request names, and the project its audit entry belongs to: a
+ * project's (for its owners and admins, in its log), or the caller's own,
+ * which is theirs whatever project they are in, or none (server-wide entry, so
+ * a project's admins do not see the names of a member's personal secrets).
+ */
+function secretSlot(caller: Caller, scope: "user" | "project"): { scopeId: string; projectId: string | null } {
+  if (scope === "user") return { scopeId: caller.user.id, projectId: null };
+  const member = inProject(caller);
+  requireProjectAdmin(member);
+  return { scopeId: member.project.id, projectId: member.project.id };
+}
+
+/** Routes of the signed-in user's active project: settings, audit, roles, package access. */
 function projectRoutes(platform: Platform) {
   return new Elysia({ name: "platform-project-routes" })
     .derive(async ({ request }) => ({ caller: await platform.callers.resolveInProject(sessionTokenOf(request.headers.get("cookie"))) }))
@@ -151,42 +211,6 @@ function projectRoutes(platform: Platform) {
           limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, multipleOf: 1 })),
         }),
       },
-    )
-    .get(
-      "/api/secrets",
-      ({ query, caller }) => {
-        if (query.scope === "project") {
-          requireProjectAdmin(caller);
-          return { secrets: platform.secrets.list("project", caller.project.id) };
-        }
-        return { secrets: platform.secrets.list("user", caller.user.id) };
-      },
-      { query: t.Object({ scope: t.Optional(t.Union([t.Literal("user"), t.Literal("project")])) }) },
-    )
-    .put(
-      "/api/secrets/:scope/:id",
-      async ({ params, body, caller }) => {
-        const scopeId = params.scope === "project" ? caller.project.id : caller.user.id;
-        if (params.scope === "project") requireProjectAdmin(caller);
-        const info = await platform.secrets.put(params.scope, scopeId, params.id, body.value);
-        platform.audit.write({ action: "secret.put", userId: caller.user.id, projectId: caller.project.id, target: `${params.scope}:${params.id}` });
-        return info;
-      },
-      {
-        params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }),
-        body: t.Object({ value: t.String() }),
-      },
-    )
-    .delete(
-      "/api/secrets/:scope/:id",
-      ({ params, caller }) => {
-        if (params.scope === "project") requireProjectAdmin(caller);
-        const scopeId = params.scope === "project" ? caller.project.id : caller.user.id;
-        if (!platform.secrets.delete(params.scope, scopeId, params.id)) throw notFound("secret_not_found", `Cannot find secret "${params.id}"`);
-        platform.audit.write({ action: "secret.delete", userId: caller.user.id, projectId: caller.project.id, target: `${params.scope}:${params.id}` });
-        return { ok: true };
-      },
-      { params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }) },
     )
     .get("/api/roles", ({ caller }) => {
       requireProjectAdmin(caller);

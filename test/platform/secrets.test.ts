@@ -173,4 +173,29 @@ describe("secrets", () => {
     expect((await member.client.get("/api/secrets?scope=project")).status).toBe(403);
     expect((await admin.client.get("/api/secrets?scope=project")).body.secrets.map((s: { id: string }) => s.id)).toEqual(["shared.token"]);
   });
+
+  test("a user's own secrets need no project: one removed from their last project still lists and deletes them; project secrets still need one", async () => {
+    await using world = await startWorld({ HATCH_SECRET_KEY: "k".repeat(40) });
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const admin = await world.signedIn(project, "admin");
+    expect((await member.client.put("/api/secrets/user/telegram.botToken", { value: "123:abc" })).status).toBe(200);
+    world.platform.projects.removeMember(project.id, member.user.id);
+
+    const listed = await member.client.get("/api/secrets");
+    expect({ status: listed.status, ids: listed.body.secrets?.map((s: { id: string }) => s.id) }).toEqual({ status: 200, ids: ["telegram.botToken"] });
+    expect((await member.client.put("/api/secrets/user/other", { value: "v" })).status).toBe(200);
+    expect((await member.client.delete("/api/secrets/user/telegram.botToken")).status).toBe(200);
+    for (const response of [await member.client.get("/api/secrets?scope=project"), await member.client.put("/api/secrets/project/x", { value: "v" })]) {
+      expect({ status: response.status, code: response.body.error.code }).toEqual({ status: 403, code: "no_project" });
+    }
+    // A member's personal secrets are theirs: their names stay out of the project's audit log, which its admins read.
+    const projectLog = (await admin.client.get("/api/audit")).body.entries.filter((e: { action: string }) => e.action.startsWith("secret."));
+    expect(projectLog).toEqual([]);
+    const serverWide = world.platform.audit.query({ projectId: null, action: "secret.put" });
+    expect(serverWide.map((e) => ({ userId: e.userId, target: e.target }))).toEqual([
+      { userId: member.user.id, target: "user:other" },
+      { userId: member.user.id, target: "user:telegram.botToken" },
+    ]);
+  });
 });
