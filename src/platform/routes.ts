@@ -1,9 +1,9 @@
 import { Elysia, t } from "elysia";
 import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
-import { inProject, isAdminRole, requireProjectAdmin, type Caller } from "./caller.ts";
+import { inProject, isAdminRole, requireFeature, requireProjectAdmin, type Caller } from "./caller.ts";
 import { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { unauthorized, forbidden, notFound, tooMany } from "./errors.ts";
-import { AGENT_PACKAGE } from "./features.ts";
+import { AGENT_PACKAGE, FEATURES } from "./features.ts";
 import { requireJsonBody } from "./json-body.ts";
 import { LoginThrottle } from "./login-throttle.ts";
 import type { Platform } from "./platform.ts";
@@ -278,7 +278,9 @@ function agentRoutes(platform: Platform) {
     .post(
       "/api/agents",
       ({ body, caller, set }) => {
-        if (caller.role === "viewer") throw forbidden("role_required", "Viewers cannot create agents");
+        // Agents scope terminal sessions: a role that cannot open the terminal (viewers, a new custom role) has no use for one,
+        // and a shared one it made would be listed to every member and take its name.
+        requireFeature(caller, FEATURES.terminalRead);
         const agent = platform.agents.create(caller.project.id, body.name, caller.user.id, body.shared ?? false);
         platform.audit.write({ action: "agent.add", userId: caller.user.id, projectId: caller.project.id, agentId: agent.id, target: agent.name });
         set.status = 201;

@@ -42,14 +42,23 @@ describe("agents", () => {
     expect((await member.client.get("/api/agents")).body.agents.map((a: { name: string }) => a.name)).toEqual(["ops-bot"]);
   });
 
-  test("members create agents; viewers cannot; a duplicate name gets 409", async () => {
+  test("creating an agent needs terminal.read: members may, viewers and new custom roles may not until granted it; a duplicate name gets 409", async () => {
     await using world = await startWorld();
     const project = await world.project();
     const member = await world.signedIn(project, "member");
     const viewer = await world.signedIn(project, "viewer");
+    const owner = await world.signedIn(project, "owner");
+    expect((await owner.client.post("/api/roles", { name: "auditor" })).status).toBe(201);
+    const auditor = await world.signedIn(project, "auditor");
     expect((await member.client.post("/api/agents", { name: "helper" })).status).toBe(201);
     expect((await member.client.post("/api/agents", { name: "helper" })).status).toBe(409);
-    expect((await viewer.client.post("/api/agents", { name: "other" })).status).toBe(403);
+    for (const person of [viewer, auditor]) {
+      const refused = await person.client.post("/api/agents", { name: "deploy-bot", shared: true });
+      expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 403, code: "feature_required" });
+    }
+    expect(world.platform.agents.usableBy(project.id, member.user.id).map((a) => a.name)).toEqual(["helper"]);
+    expect((await owner.client.put("/api/roles/auditor/features/terminal.read")).status).toBe(200);
+    expect((await auditor.client.post("/api/agents", { name: "deploy-bot" })).status).toBe(201);
     expect((await member.client.post("/api/agents", {})).status).toBe(400);
   });
 });
