@@ -1,4 +1,4 @@
-import { and, desc, eq, gte, isNull, lte, type SQL } from "drizzle-orm";
+import { and, desc, eq, gte, isNull, lt, lte, type SQL } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { auditLog } from "../db/index.ts";
 
@@ -26,6 +26,12 @@ export interface AuditQuery {
   action?: string;
   since?: number;
   until?: number;
+  /**
+   * Only entries older than the one with this id: the cursor for the next
+   * page (the last entry's id). Times cannot be one: more entries than a page
+   * share a millisecond (a reaper round, a flood of blocked lines).
+   */
+  before?: number;
   limit?: number;
 }
 
@@ -62,6 +68,7 @@ export class Audit {
     if (q.action) where.push(eq(auditLog.action, q.action));
     if (q.since !== undefined) where.push(gte(auditLog.at, q.since));
     if (q.until !== undefined) where.push(lte(auditLog.at, q.until));
+    if (q.before !== undefined) where.push(lt(auditLog.id, q.before));
     return this.db
       .select()
       .from(auditLog)

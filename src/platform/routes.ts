@@ -208,6 +208,7 @@ function projectRoutes(platform: Platform) {
           action: t.Optional(t.String({ maxLength: 100 })),
           since: t.Optional(t.Numeric({ minimum: 0, multipleOf: 1 })),
           until: t.Optional(t.Numeric({ minimum: 0, multipleOf: 1 })),
+          before: t.Optional(t.Numeric({ minimum: 1, multipleOf: 1 })),
           limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, multipleOf: 1 })),
         }),
       },

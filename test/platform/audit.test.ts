@@ -28,6 +28,24 @@ describe("the audit log", () => {
     expect((await admin.client.get(`/api/audit?until=${middle - 100000}`)).body.entries).toEqual([]);
   });
 
+  test("pages follow the last entry's id (before=), so entries sharing one millisecond beyond a page are all reached, once each", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    const audit = new Audit(world.platform.db, () => 1_700_000_000_000);
+    for (const target of ["first", "second", "third", "fourth", "fifth"]) audit.write({ action: "terminal.terminate", projectId: project.id, target });
+    const seen: string[] = [];
+    let before = "";
+    for (let page = 0; page < 5; page++) {
+      const entries = (await admin.client.get(`/api/audit?action=terminal.terminate&limit=2${before}`)).body.entries as { id: number; target: string }[];
+      if (entries.length === 0) break;
+      seen.push(...entries.map((e) => e.target));
+      before = `&before=${entries.at(-1)!.id}`;
+    }
+    expect(seen).toEqual(["fifth", "fourth", "third", "second", "first"]);
+    expect((await admin.client.get("/api/audit?before=0")).status).toBe(400);
+  });
+
   test("members cannot read the audit log; a bad filter gets 400", async () => {
     await using world = await startWorld();
     const project = await world.project();
