@@ -66,8 +66,9 @@ export function createApp(options: AppOptions) {
 /** "Invalid body: field "email" expected string" — names the field, never echoes the value. */
 function describeValidation(error: ValidationError): string {
   const first = error.all?.[0] as { path?: string; message?: string; schema?: FieldSchema } | undefined;
-  const field = first?.path ? first.path.replace(/^\//, "").replaceAll("/", ".") : "";
-  // Elysia reports a failed query or path number conversion as "property", without saying where: call it the request.
+  // Elysia reports a failed query or path number conversion as "property", without a path or saying where:
+  // such a field is named by its schema's title, and called part of the request.
+  const field = first?.path ? first.path.replace(/^\//, "").replaceAll("/", ".") : (first?.schema?.title ?? "");
   const where = ({ body: "body", query: "query", params: "path", headers: "headers" } as Record<string, string>)[error.type] ?? "request";
   const why = expectation(first?.schema) ?? first?.message?.toLowerCase() ?? "does not match the schema";
   return field ? `Invalid ${where}: field "${field}" ${why}` : `Invalid ${where}: ${why}`;
@@ -80,6 +81,9 @@ interface FieldSchema {
   anyOf?: { const?: unknown; type?: string }[];
   minimum?: number;
   maximum?: number;
+  multipleOf?: number;
+  /** The field's name, where Elysia's error has no path (a query or path number: see t.Numeric's uses). */
+  title?: string;
 }
 
 /**
@@ -90,11 +94,9 @@ interface FieldSchema {
 function expectation(schema: FieldSchema | undefined): string | null {
   if (schema?.not !== undefined) return "is not accepted here";
   const options = schema?.anyOf;
-  if (!options) return null;
-  if (options.every((o) => o.const !== undefined)) return `expected one of ${options.map((o) => JSON.stringify(o.const)).join(", ")}`;
-  if (schema.minimum !== undefined && schema.maximum !== undefined) {
-    const kind = options.some((o) => o.type === "integer") ? "an integer" : "a number";
-    return `expected ${kind} from ${schema.minimum} to ${schema.maximum}`;
-  }
-  return null;
+  if (options?.every((o) => o.const !== undefined)) return `expected one of ${options.map((o) => JSON.stringify(o.const)).join(", ")}`;
+  if (!options && schema?.title === undefined) return null;
+  if (schema?.minimum === undefined) return null;
+  const kind = options?.some((o) => o.type === "integer") ? "an integer" : schema.multipleOf === 1 ? "a whole number" : "a number";
+  return schema.maximum === undefined ? `expected ${kind} of at least ${schema.minimum}` : `expected ${kind} from ${schema.minimum} to ${schema.maximum}`;
 }

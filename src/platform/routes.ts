@@ -206,10 +206,10 @@ function projectRoutes(platform: Platform) {
       {
         query: t.Object({
           action: t.Optional(t.String({ maxLength: 100 })),
-          since: t.Optional(t.Numeric({ minimum: 0, multipleOf: 1 })),
-          until: t.Optional(t.Numeric({ minimum: 0, multipleOf: 1 })),
-          before: t.Optional(t.Numeric({ minimum: 1, multipleOf: 1 })),
-          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, multipleOf: 1 })),
+          since: t.Optional(t.Numeric({ minimum: 0, multipleOf: 1, title: "since" })),
+          until: t.Optional(t.Numeric({ minimum: 0, multipleOf: 1, title: "until" })),
+          before: t.Optional(t.Numeric({ minimum: 1, multipleOf: 1, title: "before" })),
+          limit: t.Optional(t.Numeric({ minimum: 1, maximum: 1000, multipleOf: 1, title: "limit" })),
         }),
       },
     )

@@ -84,7 +84,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
         audit(caller, "source.rule.remove", source.slug, { id: rule.id, subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms });
         return rule;
       },
-      { params: t.Object({ slug: t.String(), ruleId: t.Numeric({ minimum: 1, multipleOf: 1 }) }) },
+      { params: t.Object({ slug: t.String(), ruleId: t.Numeric({ minimum: 1, multipleOf: 1, title: "ruleId" }) }) },
     );
 }
 

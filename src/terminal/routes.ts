@@ -105,7 +105,7 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
         const lines = await session.mirror.readLines(query.lines ?? 200);
         return { lines, fullScreen: session.mirror.fullScreen };
       },
-      { params: Id, query: t.Object({ ...Address.properties, lines: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_READ_LINES, multipleOf: 1 })) }) },
+      { params: Id, query: t.Object({ ...Address.properties, lines: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_READ_LINES, multipleOf: 1, title: "lines" })) }) },
     )
     .post(
       "/sessions/:id/exec",

@@ -39,7 +39,7 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
         const workflow = manageableWorkflow(part, caller, params.id);
         return { runs: part.runs.list(workflow.id, { limit: Math.min(query.limit ?? 50, MAX_RUNS_PAGE), status: query.status as never }) };
       },
-      { query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_RUNS_PAGE, multipleOf: 1 })), status: t.Optional(status) }) },
+      { query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_RUNS_PAGE, multipleOf: 1, title: "limit" })), status: t.Optional(status) }) },
     )
     .get("/:id/runs/:runId", ({ params, caller }) => {
       const workflow = manageableWorkflow(part, caller, params.id);
