@@ -31,6 +31,8 @@ export class Secrets {
     if (typeof value !== "string" || value.length === 0 || value.length > MAX_SECRET_LENGTH) {
       throw badRequest("invalid_secret_value", `Cannot store secret "${id}": the value must be 1 to ${MAX_SECRET_LENGTH} characters`);
     }
+    // Sealed as UTF-8, a lone surrogate would come back as U+FFFD: a different secret than the one given.
+    if (!value.isWellFormed()) throw badRequest("invalid_secret_value", `Cannot store secret "${id}": the value is not well-formed Unicode (a lone surrogate)`);
     const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
     const ciphertext = await crypto.subtle.encrypt(
       { name: "AES-GCM", iv, additionalData: aad(scope, scopeId, id) },

@@ -169,6 +169,10 @@ describe("secrets", () => {
     expect((await admin.client.put("/api/secrets/project/shared.token", { value: "x" })).status).toBe(200);
     expect((await admin.client.put("/api/secrets/project/bad%20id", { value: "x" })).status).toBe(400);
     expect((await admin.client.put("/api/secrets/galaxy/x", { value: "x" })).status).toBe(400);
+    // Valid JSON, but no UTF-8 can hold it: it would be read back changed, so it is refused, not stored.
+    const loneSurrogate = await member.client.put("/api/secrets/user/odd", '{"value":"sk-\\ud800-tail"}');
+    expect({ status: loneSurrogate.status, code: loneSurrogate.body.error.code }).toEqual({ status: 400, code: "invalid_secret_value" });
+    expect(world.platform.secrets.list("user", member.user.id)).toEqual([]);
     expect((await member.client.delete("/api/secrets/user/absent")).status).toBe(404);
     expect((await member.client.get("/api/secrets?scope=project")).status).toBe(403);
     expect((await admin.client.get("/api/secrets?scope=project")).body.secrets.map((s: { id: string }) => s.id)).toEqual(["shared.token"]);
