@@ -46,6 +46,33 @@ export function requireManageable(caller: ProjectCaller, workflow: Workflow): Wo
   return workflow;
 }
 
+/** Why a fire is refused because its workflow's creator could not run it now. */
+export interface CreatorFireRefusal {
+  code: "creator_not_member" | "creator_not_permitted";
+  /** Ends "Workflow "…" does not fire: ". */
+  reason: string;
+}
+
+/**
+ * Whether the creator could run the workflow now, asked at fire time: what
+ * `resolveRunAs` checks at each run's start, read from the fire target. A fire
+ * whose run would fail is refused itself, so a schedule or a leaked token
+ * cannot fill the project's day with failed runs that spend its budget. The
+ * agent package hidden from the creator's role is not a refusal here: such a
+ * run is taken and ends `package-off`, which a chat is told about. Null when
+ * they could.
+ */
+export function creatorFireRefusal(platform: Pick<Platform, "projects" | "roles">, target: Pick<Workflow, "projectId" | "createdBy"> & { runnerKind: RunnerSettings["kind"] }): CreatorFireRefusal | null {
+  const role = platform.projects.roleOf(target.projectId, target.createdBy);
+  if (!role) return { code: "creator_not_member", reason: "its creator is no longer a member of the project" };
+  const features = platform.roles.featuresOf(target.projectId, role);
+  if (!hasFeature(features, RUN_FEATURE)) return { code: "creator_not_permitted", reason: `its creator's role "${role}" lacks the feature "${RUN_FEATURE}" its runs need` };
+  if (target.runnerKind === "openai" && !isAdminRole(role)) {
+    return { code: "creator_not_permitted", reason: `its creator's role "${role}" is not a project owner's or admin's, which the openai runner needs` };
+  }
+  return null;
+}
+
 /** Who a run executes as, resolved when it starts; or why it cannot run. */
 export type RunAs = { ok: true; user: User; role: string } | { ok: false; error: string };
 

@@ -1,4 +1,5 @@
 import { badRequest, conflict, HatchError, notFound } from "../platform/index.ts";
+import { creatorFireRefusal } from "./access.ts";
 import type { RunListener } from "./run-bus.ts";
 import { CreatorAccessLost, creatorRefusal, executeRun, finish, STOPPED_ERROR, type RunExecutionDeps } from "./run-execution.ts";
 import type { RunSource } from "./run-source.ts";
@@ -69,7 +70,7 @@ export class WorkflowEngine implements AsyncDisposable {
    * (fires of one event-loop turn share one transaction), and only then is the
    * run handed to the pool. Rejects with 400 `text_too_long` (4,000
    * characters; 40,000 for a channel message), 404
-   * `workflow_not_found`, 409 `workflow_not_active` or `creator_not_member`
+   * `workflow_not_found`, 409 `workflow_not_active`, `creator_not_member` or `creator_not_permitted`
    * (nothing is recorded as a run), 429 `spend_limit_reached` (recorded in the audit log), or 500
    * `run_not_recorded` when the row could not be written (nothing is queued
    * and the run is not counted).
@@ -188,11 +189,10 @@ export class WorkflowEngine implements AsyncDisposable {
     if (workflow.status !== "active") {
       throw new HatchError("workflow_not_active", 409, `Workflow "${workflow.name}" is ${workflow.status}: it does not fire until it is active`, { status: workflow.status });
     }
-    // A run executes as its creator: one who left the project could run none of them, and a schedule
+    // A run executes as its creator: one who may not run it now could run none of them, and a schedule
     // would fill the project's day with failed runs that spend its budget (the run re-checks at start too).
-    if (platform.projects.roleOf(workflow.projectId, workflow.createdBy) === null) {
-      throw new HatchError("creator_not_member", 409, `Workflow "${workflow.name}" does not fire: its creator is no longer a member of the project`);
-    }
+    const refusal = creatorFireRefusal(platform, workflow);
+    if (refusal) throw new HatchError(refusal.code, 409, `Workflow "${workflow.name}" does not fire: ${refusal.reason}`);
     try {
       limits.check(workflow.projectId, workflow.runnerKind === "openai");
     } catch (error) {

@@ -198,8 +198,8 @@ describe("the openai runner", () => {
     expect(attacker.requests).toHaveLength(0);
   });
 
-  test("the creator's role is checked again at each run: an admin demoted to member stops revealing the secret", async () => {
-    await using world = await startWorld();
+  test("the creator's role is checked again at each fire and run: an admin demoted to member stops revealing the secret", async () => {
+    await using world = await startWorld({}, { workflows: { poolSize: 1 } });
     await using openai = startFakeOpenAi({ apiKey: API_KEY });
     const { project, owner } = await projectWithApiKey(world);
     world.platform.roles.grant(project.id, "admin", "core.execute");
@@ -208,8 +208,17 @@ describe("the openai runner", () => {
     const { token } = await issueToken(admin.client, workflow.id);
     expect((await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId)).status).toBe("succeeded");
 
+    // The owner's command holds the one worker, so a run fired before the demotion waits in the queue.
+    const holder = await createWorkflow(owner.client, { name: "Holder", instruction: "Hold.", runner: { kind: "command", command: "sleep 300" } });
+    const holding = (await fire(world, holder.id, (await issueToken(owner.client, holder.id)).token)).body.runId;
+    await waitForRun(owner.client, holder.id, holding, (r) => r.status === "running");
+    const queued = (await fire(world, workflow.id, token)).body.runId;
     world.platform.projects.setMember(project.id, admin.user.id, "member");
-    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    // Fires after it are refused, recording nothing; the queued run fails at its start.
+    const refused = await fire(world, workflow.id, token);
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 409, code: "creator_not_permitted" });
+    await owner.client.post(`/api/workflows/${holder.id}/runs/${holding}/cancel`);
+    const run = await waitForRun(owner.client, workflow.id, queued);
     expect(run).toMatchObject({
       status: "failed",
       error: `The workflow's creator "${admin.user.email}" (role "member") is no longer a project owner or admin, so the openai runner may not use the project secret`,

@@ -118,22 +118,43 @@ describe("the life of a run", () => {
     expect(existsSync(join(dir, "late-ran"))).toBe(false);
   });
 
-  test("a run executes as its creator with the creator's permissions at run time", async () => {
-    await using world = await startWorld();
+  test("a run executes as its creator with the creator's permissions at run time: one queued before they lost them fails at its start, and fires meanwhile are refused, recording and spending nothing", async () => {
+    await using world = await startWorld({}, { workflows: { poolSize: 1 } });
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
     const member = await memberWithBareRuns(world, project);
     const dir = traceDir(world);
-    const workflow = await commandWorkflow(member, `touch ${dir}/$HATCH_RUN_ID.ran; echo ran`);
+    const workflow = await commandWorkflow(member, `touch ${dir}/$HATCH_RUN_ID.ran; echo ran`, { mode: "fresh" });
     const { token } = await issueToken(member.client, workflow.id);
     expect((await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId)).status).toBe("succeeded");
 
+    // The owner's run holds the one worker, so the member's next run waits in the queue.
+    const holder = await commandWorkflow(owner, blocking(dir));
+    const holding = (await fire(world, holder.id, (await issueToken(owner.client, holder.id)).token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${holding}.started`)), "the owner's run to start");
+    const queued = (await fire(world, workflow.id, token)).body.runId;
     await owner.client.delete("/api/roles/member/features/core.execute");
-    const denied = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
-    expect(denied).toMatchObject({ status: "failed", error: `The workflow's creator "${member.user.email}" (role "member") lacks the feature "core.execute" the command runner needs` });
+
+    const rowsBefore = countRows(world, "workflow_runs");
+    const spentBefore = (await owner.client.get("/api/workflows/spend-limit")).body.used.runs;
+    const refused = await fire(world, workflow.id, token);
+    expect({ status: refused.status, error: refused.body.error }).toEqual({
+      status: 409,
+      error: { code: "creator_not_permitted", message: `Workflow "${workflow.name}" does not fire: its creator's role "member" lacks the feature "core.execute" its runs need` },
+    });
+    expect(countRows(world, "workflow_runs")).toBe(rowsBefore);
+    expect((await owner.client.get("/api/workflows/spend-limit")).body.used.runs).toBe(spentBefore);
+
+    await owner.client.post(`/api/workflows/${holder.id}/runs/${holding}/cancel`);
+    const denied = await waitForRun(owner.client, workflow.id, queued);
+    expect(denied).toMatchObject({ status: "failed", startedAt: null, error: `The workflow's creator "${member.user.email}" (role "member") lacks the feature "core.execute" the command runner needs` });
     expect(existsSync(join(dir, `${denied.id}.ran`))).toBe(false);
     expect(world.platform.audit.query({ projectId: project.id, action: "workflow.run.failed" }).map((e) => e.target)).toEqual([denied.id]);
-    // A creator who left the project is the next test's.
+
+    // Given back, it fires again.
+    await owner.client.put("/api/roles/member/features/core.execute");
+    expect((await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId)).status).toBe("succeeded");
+    // A creator who left the project is a later test's.
   });
 
   test("a role losing core.execute stops its members' working runs, and only theirs", async () => {
