@@ -1,4 +1,4 @@
-import { and, eq, isNull, sql } from "drizzle-orm";
+import { and, count, eq, isNull, sql } from "drizzle-orm";
 import { workflowTriggers, type Db } from "../db/index.ts";
 import { conflict, newId, notFound } from "../platform/index.ts";
 
@@ -26,6 +26,14 @@ export interface StoredTokenHash {
 type Row = typeof workflowTriggers.$inferSelect;
 
 /**
+ * Live webhook triggers one workflow may hold. Every fire, a wrong token's
+ * included, is checked against each of them (a slow hash apiece), so without
+ * a cap a member could make every unauthenticated request expensive. One per
+ * caller is the norm; rotating replaces a token without another trigger.
+ */
+export const MAX_WEBHOOK_TRIGGERS = 10;
+
+/**
  * The trigger store. It keeps token hashes opaque: minting and checking fire
  * tokens is the fire part's job, so the token format lives in one place.
  */
@@ -44,7 +52,7 @@ export class Triggers {
       .prepare();
   }
 
-  /** A new webhook trigger holding a token hash. */
+  /** A new webhook trigger holding a token hash; 409 `too_many_triggers` past MAX_WEBHOOK_TRIGGERS live ones. */
   createWebhook(workflowId: string, token: StoredTokenHash): Trigger {
     const row: Row = {
       id: `tr-${newId()}`,
@@ -57,7 +65,17 @@ export class Triggers {
       rotatedAt: null,
       revokedAt: null,
     };
-    this.db.insert(workflowTriggers).values(row).run();
+    this.db.transaction((tx) => {
+      const { live } = tx
+        .select({ live: count() })
+        .from(workflowTriggers)
+        .where(and(eq(workflowTriggers.workflowId, workflowId), eq(workflowTriggers.kind, "webhook"), isNull(workflowTriggers.revokedAt)))
+        .get()!;
+      if (live >= MAX_WEBHOOK_TRIGGERS) {
+        throw conflict("too_many_triggers", `The workflow already has ${MAX_WEBHOOK_TRIGGERS} live webhook triggers: revoke one, or rotate its token instead`);
+      }
+      tx.insert(workflowTriggers).values(row).run();
+    });
     return toTrigger(row);
   }
 

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fireTokenMatches, isFireTokenShaped, mintFireToken } from "../../src/fire/index.ts";
+import { MAX_WEBHOOK_TRIGGERS } from "../../src/workflows/index.ts";
 import { startWorld } from "../helpers/world.ts";
 import { commandWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
 
@@ -53,6 +54,21 @@ describe("fire tokens", () => {
     const after = await fire(world, workflow.id, rotated.body.token);
     expect(after.status).toBe(202);
     expect((await waitForRun(member.client, workflow.id, after.body.runId)).trigger.id).toBe(old.triggerId);
+  });
+
+  test("a workflow holds at most 10 live webhook triggers: the 11th is refused with 409 too_many_triggers; revoking one makes room", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const issued = [];
+    for (let i = 0; i < MAX_WEBHOOK_TRIGGERS; i++) issued.push(await issueToken(member.client, workflow.id));
+    const refused = await member.client.post(`/api/workflows/${workflow.id}/triggers`, { kind: "webhook" });
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 409, code: "too_many_triggers" });
+    expect(refused.body.token).toBeUndefined();
+    expect((await member.client.get(`/api/workflows/${workflow.id}`)).body.triggers.filter((t: { revokedAt: number | null }) => t.revokedAt === null)).toHaveLength(MAX_WEBHOOK_TRIGGERS);
+    expect((await member.client.delete(`/api/workflows/${workflow.id}/triggers/${issued[0]!.triggerId}`)).status).toBe(200);
+    const { token } = await issueToken(member.client, workflow.id);
+    expect((await fire(world, workflow.id, token)).status).toBe(202);
   });
 
   test("a revoked trigger cannot be rotated or revoked again; another member's workflow looks absent", async () => {
