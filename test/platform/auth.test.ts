@@ -87,7 +87,7 @@ describe("login, logout, me and the active project", () => {
     expect(wrong.headers.getSetCookie()).toEqual([]);
   });
 
-  test("failed logins are limited per address and per email: past the limit even the right password gets 429 until the window ends", async () => {
+  test("failed logins are limited per address and per email: past the limit even the right password gets 429 until the last window has room again", async () => {
     const clock = { now: Date.now() };
     await using world = await startWorld({ HATCH_TRUSTED_PROXIES: "127.0.0.1" }, { now: () => clock.now });
     const user = await world.user();
@@ -97,14 +97,19 @@ describe("login, logout, me and the active project", () => {
     const refused = await login(TEST_PASSWORD);
     expect(refused.status).toBe(429);
     expect(refused.body.error).toEqual({ code: "too_many_logins", message: "Too many failed logins: try again later" });
-    expect(refused.headers.get("retry-after")).toBe("900");
+    // Ten failures in a sliding 15-minute window: room for one more once a tenth of them slid out of it (99 s into the next).
+    expect(refused.headers.get("retry-after")).toBe("990");
     expect(refused.headers.getSetCookie()).toEqual([]);
     // The same /64 is the same client; another address is not held back by this one's failures.
     expect((await login(TEST_PASSWORD, "2001:db8::1")).status).toBe(200);
-    clock.now += 15 * 60_000;
+    clock.now += 989_000;
+    expect((await login(TEST_PASSWORD)).status).toBe(429);
+    clock.now += 1_000;
     expect((await login(TEST_PASSWORD)).status).toBe(200);
 
     // Guesses spread over many addresses meet the per-email limit (20), which holds for every address.
+    // Two windows on, the failures above count no more.
+    clock.now += 30 * 60_000;
     for (let i = 0; i < 20; i++) expect((await login("not the password", `198.51.100.${i}`)).status).toBe(401);
     expect((await login(TEST_PASSWORD, "192.0.2.1")).status).toBe(429);
     // Another user's email is not affected.
