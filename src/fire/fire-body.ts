@@ -16,15 +16,16 @@ export const MAX_FIRE_BODY_BYTES = 64 * 1024;
 export async function readFireText(request: Request): Promise<string | null> {
   const raw = await readCappedBody(request);
   // Only nothing at all is "no body": whitespace sent as JSON is not a JSON document (JSON.parse refuses it too).
-  if (raw === "") return null;
-  if (!isJsonContentType(request.headers)) {
-    throw badRequest("invalid_content_type", 'Cannot fire: send the body as "Content-Type: application/json"');
+  if (raw.byteLength === 0) return null;
+  if (!isJsonContentType(request.headers) || !saysUtf8(request.headers.get("content-type")!)) {
+    throw badRequest("invalid_content_type", 'Cannot fire: send the body as UTF-8 JSON, "Content-Type: application/json"');
   }
   let body: unknown;
   try {
-    body = JSON.parse(raw);
+    // Fatal: bytes that are not UTF-8 are refused, never replaced with U+FFFD in the run's text.
+    body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
   } catch {
-    throw badRequest("invalid_json", "The request body is not valid JSON");
+    throw badRequest("invalid_json", "The request body is not valid JSON (in UTF-8)");
   }
   if (!body || typeof body !== "object" || Array.isArray(body)) throw badRequest("invalid_body", "Cannot fire: the body must be a JSON object");
   const text = (body as { text?: unknown }).text;
@@ -35,33 +36,59 @@ export async function readFireText(request: Request): Promise<string | null> {
   return text;
 }
 
+/** Whether a JSON content type leaves the body UTF-8: no charset (JSON's own), or charset=utf-8. */
+function saysUtf8(contentType: string): boolean {
+  const charset = contentType
+    .split(";")
+    .slice(1)
+    .map((parameter) => parameter.trim().split("="))
+    .find(([name]) => name?.trim().toLowerCase() === "charset")?.[1];
+  return charset === undefined || /^"?utf-8"?$/i.test(charset.trim());
+}
+
 /**
- * The body as text, refused (400 `body_too_large`) past MAX_FIRE_BODY_BYTES. A
+ * The body's bytes, refused (400 `body_too_large`) past MAX_FIRE_BODY_BYTES. A
  * declared length is checked before reading; a chunked body is counted as it
  * arrives and the read is cancelled at the cap, so a body without a length
- * cannot make the server hold more than the cap of it.
+ * cannot make the server hold more than the cap of it. A client that goes
+ * away mid-body gets 400 `body_incomplete` (it hears nothing, but the server
+ * does not take its leaving for a fault of its own).
  */
-async function readCappedBody(request: Request): Promise<string> {
+async function readCappedBody(request: Request): Promise<Uint8Array> {
   const declared = request.headers.get("content-length");
   if (declared !== null) {
     if (Number(declared) > MAX_FIRE_BODY_BYTES) throw tooLarge();
     // The server reads exactly the declared length, so the fast whole-body read is bounded too.
-    return request.text();
+    return new Uint8Array(await untilComplete(request.arrayBuffer()));
   }
-  if (!request.body) return "";
+  if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
-  const decoder = new TextDecoder();
-  let text = "";
+  const parts: Uint8Array[] = [];
   let size = 0;
-  for (let part = await reader.read(); !part.done; part = await reader.read()) {
+  for (let part = await untilComplete(reader.read()); !part.done; part = await untilComplete(reader.read())) {
     size += part.value.byteLength;
     if (size > MAX_FIRE_BODY_BYTES) {
       await reader.cancel();
       throw tooLarge();
     }
-    text += decoder.decode(part.value, { stream: true });
+    parts.push(part.value);
   }
-  return text + decoder.decode();
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const part of parts) {
+    bytes.set(part, at);
+    at += part.byteLength;
+  }
+  return bytes;
+}
+
+/** A body read, with the client's leaving mid-body as 400 `body_incomplete`. */
+async function untilComplete<T>(read: Promise<T>): Promise<T> {
+  try {
+    return await read;
+  } catch {
+    throw badRequest("body_incomplete", "Cannot fire: the connection closed before the whole body arrived");
+  }
 }
 
 function tooLarge() {

@@ -1,5 +1,5 @@
 import { Database } from "bun:sqlite";
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { join } from "node:path";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -133,6 +133,54 @@ describe("the fire endpoint", () => {
 
     const limit = await fire(world, workflow.id, token, { text: "😀".repeat(4000) });
     expect(limit.status).toBe(202);
+  });
+
+  test("a body in another charset, or not UTF-8 at all, is refused with 400, never run with its text replaced; charset=utf-8 is fine", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const { token } = await issueToken(member.client, workflow.id);
+    // {"text":"café"} in ISO-8859-1: the é is the one byte 0xE9, which is no UTF-8.
+    const latin1 = new Uint8Array([...new TextEncoder().encode('{"text":"caf'), 0xe9, ...new TextEncoder().encode('"}')]);
+    const post = (body: Uint8Array | string, contentType: string) =>
+      fetch(world.hatch.url + firePath(workflow.id), { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": contentType }, body });
+    for (const [body, contentType, code] of [
+      [latin1, "application/json; charset=iso-8859-1", "invalid_content_type"],
+      [JSON.stringify({ text: "café" }), "application/json; charset=utf-16", "invalid_content_type"],
+      [latin1, "application/json", "invalid_json"],
+      [latin1, "application/json; charset=utf-8", "invalid_json"],
+    ] as const) {
+      const response = await post(body, contentType);
+      expect({ contentType, status: response.status, code: ((await response.json()) as any).error.code }).toEqual({ contentType, status: 400, code });
+    }
+    expect(countRows(world, "workflow_runs")).toBe(0);
+    const accepted = await post(JSON.stringify({ text: "café" }), 'application/json; Charset="UTF-8"');
+    expect(accepted.status).toBe(202);
+    expect((await waitForRun(member.client, workflow.id, ((await accepted.json()) as any).runId)).input.text).toBe("café");
+  });
+
+  test("a client that goes away mid-body leaves no run and is not logged as a server error", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const { token } = await issueToken(member.client, workflow.id);
+    const logged = spyOn(console, "error");
+    try {
+      const port = Number(new URL(world.hatch.url).port);
+      for (const framing of ["Content-Length: 50\r\n\r\n", "Transfer-Encoding: chunked\r\n\r\n5\r\n"]) {
+        const socket = await Bun.connect({ hostname: "127.0.0.1", port, socket: { data() {} } });
+        socket.write(`POST ${firePath(workflow.id)} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\n${framing}{"tex`);
+        // The server has the headers and the start of the body, and waits for the rest when the client leaves.
+        await Bun.sleep(100);
+        socket.end();
+      }
+      // A request after both: they were handled (or dropped) by the time it is answered.
+      expect((await fire(world, workflow.id, token, { text: "after" })).status).toBe(202);
+      expect(logged.mock.calls.map((call) => call.map(String).join(" ")).filter((line) => line.includes("unexpected"))).toEqual([]);
+    } finally {
+      logged.mockRestore();
+    }
+    expect(countRows(world, "workflow_runs")).toBe(1);
   });
 
   test("a chunked body (no Content-Length) is cut off at the cap as it streams: a body that never ends still gets its 400", async () => {
