@@ -143,7 +143,7 @@ describe("the fire endpoint", () => {
     // {"text":"café"} in ISO-8859-1: the é is the one byte 0xE9, which is no UTF-8.
     const latin1 = new Uint8Array([...new TextEncoder().encode('{"text":"caf'), 0xe9, ...new TextEncoder().encode('"}')]);
     const post = (body: Uint8Array | string, contentType: string) =>
-      fetch(world.hatch.url + firePath(workflow.id), { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": contentType }, body });
+      fetch(world.hatch.url + firePath(workflow.id), { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": contentType }, body: body as BodyInit });
     for (const [body, contentType, code] of [
       [latin1, "application/json; charset=iso-8859-1", "invalid_content_type"],
       [JSON.stringify({ text: "café" }), "application/json; charset=utf-16", "invalid_content_type"],
