@@ -199,10 +199,10 @@ export class PtySession {
       // Checked again as bytes leave, not only as they arrive: input queued behind a line that waited for
       // the screen must not reach the PTY once its view lost the lease.
       forward: (bytes) => {
-        if (this.views.mayDrive(view, bytes) && !this.#destroyed) this.#process.write(bytes);
+        if (this.views.mayDrive(view) && !this.#destroyed) this.#process.write(bytes);
       },
       onBlocked: (reason) => {
-        view.sink.control({ type: "blocked", reason });
+        this.views.control(view, { type: "blocked", reason });
         this.options.onBlocked(view, reason);
       },
       protectedPaths: this.options.protectedPaths,
@@ -228,11 +228,17 @@ export class PtySession {
    * write; capped by the view's token bucket; screened line by line.
    */
   input(view: View, data: string): void {
-    if (!this.views.mayDrive(view, data) || this.#destroyed) return;
+    if (!this.views.mayDrive(view) || this.#destroyed) return;
     const state = this.#guards.get(view)!;
+    const bytes = byteLength(data);
+    // More than the bucket's burst can never pass it: said as such, not as a rate the client could slow down to.
+    if (bytes > state.bucket.capacity) {
+      this.views.control(view, { type: "notice", message: `Input of ${bytes} bytes in one message was dropped: send at most ${state.bucket.capacity} bytes per message` });
+      return;
+    }
     // The queue behind a line waiting for the screen is bounded too, not only the byte rate.
-    if (state.guard.backlog >= MAX_QUEUED_INPUTS || !state.bucket.take(byteLength(data))) {
-      view.sink.control({ type: "notice", message: "Input is arriving too fast; some was dropped" });
+    if (state.guard.backlog >= MAX_QUEUED_INPUTS || !state.bucket.take(bytes)) {
+      this.views.control(view, { type: "notice", message: "Input is arriving too fast; some was dropped" });
       return;
     }
     // The shell's line is the session's, not the view's: after another view typed, check it on the screen.

@@ -10,6 +10,8 @@ const PAUSED_SPILL_BYTES = HIGH_WATERMARK_BYTES;
 const CONTROL_SLACK_BYTES = 64 * 1024;
 /** WebSocket close code for "the server hit an unexpected condition". */
 const CLOSE_INTERNAL_ERROR = 1011;
+/** WebSocket close code for a policy violation: here, a client that sends but does not read. */
+const CLOSE_NOT_READING = 1008;
 
 /** Who a view belongs to and what it may do. */
 export interface ViewOptions {
@@ -145,28 +147,28 @@ export class SessionViews {
   demote(view: View): void {
     if (!view.canWrite || view.closed) return;
     view.revokeWrite();
-    view.sink.control({ type: "readOnly" });
+    this.control(view, { type: "readOnly" });
     if (this.#leaseHolder === view.id) this.#passLease();
   }
 
-  /** Move the lease to a writable view (Take Control). */
+  /** Move the lease to a writable view (Take Control); the holder taking it again changes (and announces) nothing. */
   takeControl(view: View): boolean {
     if (!view.canWrite || view.closed) return false;
-    this.#setLease(view);
+    if (this.#leaseHolder !== view.id) this.#setLease(view);
     return true;
   }
 
   /**
-   * May this view's input (`data`) or resize (no `data`) reach the PTY right
-   * now? Only the lease holder's. Its keys pass even while a snapshot is on its
-   * way to it (typed ahead, as in any terminal: under a flood that cannot be
-   * paused a snapshot is on its way most of the time, and a key silently lost
-   * is worse than one typed before the screen caught up). A resize waits: its
-   * notice would reach the client before the snapshot, which would then undo it.
+   * May this view's input or resize reach the PTY right now? Only the lease
+   * holder's, even while a snapshot is on its way to it: keys are typed ahead,
+   * as in any terminal (under a flood that cannot be paused a snapshot is on
+   * its way most of the time, and a key silently lost is worse than one typed
+   * before the screen caught up), and a resize cannot be undone by that
+   * snapshot, which the mirror takes again at the new size when a resize
+   * lands meanwhile. A client that sends its size as it connects keeps it.
    */
-  mayDrive(view: View, data?: string): boolean {
-    if (!view.canWrite || view.closed || this.#leaseHolder !== view.id) return false;
-    return data !== undefined || !view.catchingUp;
+  mayDrive(view: View): boolean {
+    return view.canWrite && !view.closed && this.#leaseHolder === view.id;
   }
 
   /** Fan new output out to every view that is keeping up. */
@@ -179,7 +181,25 @@ export class SessionViews {
 
   /** Send a control message to every view. */
   announce(message: ControlMessage): void {
-    for (const view of this.#views.values()) view.sink.control(message);
+    for (const view of [...this.#views.values()]) this.control(view, message);
+  }
+
+  /**
+   * Send one view a control message, unless its connection shows the client
+   * is not reading: holding more beyond its last snapshot than an honest
+   * client can (the output it may not have acked yet, a paused PTY's spill and
+   * room for control messages), it is closed (1008) and detached instead, so
+   * a client that sends frames but reads nothing cannot grow the server's
+   * memory with the answers (lease, notice, blocked, resize).
+   */
+  control(view: View, message: ControlMessage): void {
+    if (view.closed) return;
+    if (view.sink.buffered() - view.snapshotAllowance > HIGH_WATERMARK_BYTES + PAUSED_SPILL_BYTES + CONTROL_SLACK_BYTES) {
+      this.detach(view);
+      view.sink.close(CLOSE_NOT_READING, "The connection is not reading what it is sent");
+      return;
+    }
+    view.sink.control(message);
   }
 
   /** A client acknowledged `bytes` of output. */
@@ -288,7 +308,7 @@ export class SessionViews {
   #setLease(view: View | null): void {
     if (this.#leaseHolder !== (view?.id ?? null)) this.#resumeIfPaused();
     this.#leaseHolder = view?.id ?? null;
-    for (const v of this.#views.values()) v.sink.control(this.#leaseMessage(v));
+    for (const v of [...this.#views.values()]) this.control(v, this.#leaseMessage(v));
   }
 
   #leaseMessage(to: View): ControlMessage {

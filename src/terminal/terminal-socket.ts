@@ -107,6 +107,9 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
       if (lost) return false;
       lost = true;
       audit(platform, caller, session, "access_lost");
+      // Detached now, not when the close handshake ends: a client that stopped reading never answers it, and
+      // would hold the lease (and a PTY paused for it) for ws's 30-second close timeout.
+      session.detach(view);
       ws.close(now.allowed ? CLOSE.notFound : now.code, now.allowed ? "" : now.reason);
       return false;
     }

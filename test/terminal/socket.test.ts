@@ -239,6 +239,83 @@ describe("the terminal WebSocket", () => {
     expect(terminal.output).toContain("40 120");
   });
 
+  test("the lease holder's resize sent as it connects, before its snapshot arrives, reaches the program and the snapshot is at that size", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await openTerminal(world, owner, "s");
+    await terminal.control("lease", (c) => c.you === true);
+    const before = terminal.controls.some((c) => c.type === "snapshot");
+    terminal.send({ type: "resize", cols: 100, rows: 30 });
+    const snapshot = await terminal.control("snapshot");
+    await runAndSee(terminal, "stty size; echo sized-$((1+1))", "sized-2");
+    expect({ before, snapshot: [snapshot.cols, snapshot.rows], size: terminal.output.includes("30 100") }).toEqual({ before: false, snapshot: [100, 30], size: true });
+  });
+
+  test("a view that loses its access lets go of the lease at once, though its client never answers the close", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    world.platform.roles.grant(project.id, "admin", "core.execute");
+    const admin = await world.signedIn(project, "admin");
+    localSource(world, project, "docs", { member: "rwx" });
+    await createSession(member.client, { sourceSlug: "docs", id: "s" });
+    const session = world.hatch.terminal.sessions.find({ userId: member.user.id, projectId: project.id, agentId: null, id: "s" })!;
+    const mine = await attached(world, member, "s");
+    const supervisor = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/s?userId=${member.user.id}`, { cookie: admin.client.cookieHeader });
+    await waitFor(() => supervisor.texts.some((t) => JSON.parse(t).type === "snapshot"), "the supervisor's snapshot");
+    supervisor.sendText(JSON.stringify({ type: "takeControl" }));
+    await mine.control("lease", (c) => c.userId === admin.user.id);
+    // The supervisor's client stops reading: it never sees, nor answers, a close frame.
+    supervisor.pause();
+    world.platform.roles.revoke(project.id, "admin", "terminal.supervise");
+    try {
+      // Within the wait's limit, far under the 30 s a close handshake nobody answers takes.
+      await waitFor(() => session.views.size === 1, "the supervisor's view to be detached");
+      expect(session.views.leaseHolder?.userId).toBe(member.user.id);
+    } finally {
+      supervisor.destroy();
+    }
+  });
+
+  test("take control by the view that holds the lease answers nothing: a client repeating it while reading nothing queues nothing", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const session = world.hatch.terminal.sessions.find({ userId: owner.user.id, projectId: project.id, agentId: null, id: "s" })!;
+    const raw = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/s`, { cookie: owner.client.cookieHeader });
+    await waitFor(() => raw.texts.some((t) => JSON.parse(t).type === "snapshot"), "the snapshot");
+    const sink = session.views.leaseHolder!.sink;
+    raw.pause();
+    try {
+      // About 10 MB of frames; answered each with a lease message, they filled the kernel's buffers and then this process.
+      const take = JSON.stringify({ type: "takeControl" });
+      let most = 0;
+      for (let round = 0; round < 60; round++) {
+        for (let i = 0; i < 5000; i++) raw.sendText(take);
+        await Bun.sleep(20);
+        most = Math.max(most, sink.buffered());
+      }
+      expect(most).toBe(0);
+      expect(session.views.size).toBe(1);
+    } finally {
+      raw.destroy();
+    }
+  }, 60_000);
+
+  test("an input message larger than the input burst (64 KiB) is refused whole, with a notice that says so", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const terminal = await attached(world, owner, "s");
+    terminal.type("x".repeat(64 * 1024 + 1));
+    const notice = await terminal.control("notice");
+    expect(notice.message).toBe("Input of 65537 bytes in one message was dropped: send at most 65536 bytes per message");
+    await runAndSee(terminal, "\x15echo still-$((2+2))\r", "still-4");
+    expect(terminal.output).not.toContain("xxxxxxxxxx");
+  });
+
   test("no cookie, a bad cookie and a role without the terminal are closed with 4401", async () => {
     await using world = await startWorld();
     const project = await world.project();
