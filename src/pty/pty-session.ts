@@ -253,6 +253,8 @@ export class PtySession {
   /** Resize from a view (lease holder only) or from the HTTP route (`view` null). */
   resize(view: View | null, cols: number, rows: number): boolean {
     if (this.#destroyed || (view && !this.views.mayDrive(view))) return false;
+    // The size it has: nothing to tell the program or the views, and no snapshot to take again.
+    if (cols === this.mirror.cols && rows === this.mirror.rows) return true;
     this.#process.resize(cols, rows);
     this.mirror.resize(cols, rows);
     this.views.announce({ type: "resize", cols, rows });

@@ -10,6 +10,13 @@ const PAUSED_SPILL_BYTES = HIGH_WATERMARK_BYTES;
 const CONTROL_SLACK_BYTES = 64 * 1024;
 /** WebSocket close code for "the server hit an unexpected condition". */
 const CLOSE_INTERNAL_ERROR = 1011;
+/**
+ * Views one session holds at once. Each attach costs a snapshot (megabytes
+ * with a full scrollback) built on the parser thread every session shares, so
+ * views without limit would let one user's connections slow everyone's.
+ * A person needs a few tabs, a supervisor a few more.
+ */
+export const MAX_VIEWS_PER_SESSION = 16;
 /** WebSocket close code for a policy violation: here, a client that sends but does not read. */
 const CLOSE_NOT_READING = 1008;
 
@@ -95,6 +102,11 @@ export class SessionViews {
   /** Number of attached views. */
   get size(): number {
     return this.#views.size;
+  }
+
+  /** Whether the session has MAX_VIEWS_PER_SESSION views, and takes no more. */
+  get full(): boolean {
+    return this.#views.size >= MAX_VIEWS_PER_SESSION;
   }
 
   /** The view holding the input lease, if any. */

@@ -13,6 +13,8 @@ export const CLOSE = {
   notFound: 4404,
   /** The client broke the protocol. */
   badMessage: 4400,
+  /** The session has as many views as it takes (MAX_VIEWS_PER_SESSION): close one, or try again later. */
+  tooManyViews: 4429,
 } as const;
 
 /** What a terminal connection may do right now. */

@@ -2,6 +2,7 @@ import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { MAX_VIEWS_PER_SESSION } from "../../src/pty/index.ts";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
 import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -303,6 +304,27 @@ describe("the terminal WebSocket", () => {
       raw.destroy();
     }
   }, 60_000);
+
+  test("a session takes 16 views at once: the 17th is closed with 4429, and one closing makes room; a resize to the size it has announces nothing", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const session = world.hatch.terminal.sessions.find({ userId: owner.user.id, projectId: project.id, agentId: null, id: "s" })!;
+    const open = [];
+    for (let i = 0; i < MAX_VIEWS_PER_SESSION; i++) open.push(await attached(world, owner, "s"));
+    const refused = await openTerminal(world, owner, "s");
+    expect({ code: await refused.closed, reason: refused.closeReason }).toEqual({ code: 4429, reason: "The session has 16 views open, as many as it takes" });
+    open.pop()!.close();
+    await waitFor(() => session.views.size === MAX_VIEWS_PER_SESSION - 1, "the closed view to be detached");
+    const next = await attached(world, owner, "s");
+    // The first view holds the lease; its resize to the current size reaches no view.
+    open[0]!.send({ type: "resize", cols: 80, rows: 24 });
+    open[0]!.send({ type: "resize", cols: 81, rows: 24 });
+    await next.control("resize", (c) => c.cols === 81);
+    expect(next.controls.filter((c) => c.type === "resize").map((c) => c.cols)).toEqual([81]);
+    for (const view of [...open, next]) view.close();
+  });
 
   test("an input message larger than the input burst (64 KiB) is refused whole, with a notice that says so", async () => {
     await using world = await startWorld();
