@@ -8,6 +8,9 @@ import { checkFireText } from "../workflows/index.ts";
  */
 export const MAX_FIRE_BODY_BYTES = 64 * 1024;
 
+/** Fatal: bytes that are not UTF-8 are refused, never replaced with U+FFFD in the run's text. Shared: it keeps no state between whole decodes. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true });
+
 /**
  * The optional `text` of a fire body, validated: an empty (zero-length) body
  * means no text; otherwise `Content-Type: application/json` with a JSON object whose `text`, if
@@ -22,8 +25,7 @@ export async function readFireText(request: Request): Promise<string | null> {
   }
   let body: unknown;
   try {
-    // Fatal: bytes that are not UTF-8 are refused, never replaced with U+FFFD in the run's text.
-    body = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(raw));
+    body = JSON.parse(UTF8.decode(raw));
   } catch {
     throw badRequest("invalid_json", "The request body is not valid JSON (in UTF-8)");
   }
@@ -38,6 +40,8 @@ export async function readFireText(request: Request): Promise<string | null> {
 
 /** Whether a JSON content type leaves the body UTF-8: no charset (JSON's own), or charset=utf-8. */
 function saysUtf8(contentType: string): boolean {
+  // Every well-behaved client's header: no parameters to read.
+  if (!contentType.includes(";")) return true;
   const charset = contentType
     .split(";")
     .slice(1)

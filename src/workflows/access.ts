@@ -65,8 +65,9 @@ export interface CreatorFireRefusal {
 export function creatorFireRefusal(platform: Pick<Platform, "projects" | "roles">, target: Pick<Workflow, "projectId" | "createdBy"> & { runnerKind: RunnerSettings["kind"] }): CreatorFireRefusal | null {
   const role = platform.projects.roleOf(target.projectId, target.createdBy);
   if (!role) return { code: "creator_not_member", reason: "its creator is no longer a member of the project" };
-  const features = platform.roles.featuresOf(target.projectId, role);
-  if (!hasFeature(features, RUN_FEATURE)) return { code: "creator_not_permitted", reason: `its creator's role "${role}" lacks the feature "${RUN_FEATURE}" its runs need` };
+  if (!hasFeature(platform.roles.featuresOf(target.projectId, role), RUN_FEATURE)) {
+    return { code: "creator_not_permitted", reason: `its creator's role "${role}" lacks the feature "${RUN_FEATURE}" its runs need` };
+  }
   if (target.runnerKind === "openai" && !isAdminRole(role)) {
     return { code: "creator_not_permitted", reason: `its creator's role "${role}" is not a project owner's or admin's, which the openai runner needs` };
   }
