@@ -125,12 +125,8 @@ function secretRoutes(platform: Platform) {
     .get(
       "/api/secrets",
       ({ query, caller }) => {
-        if (query.scope === "project") {
-          const member = inProject(caller);
-          requireProjectAdmin(member);
-          return { secrets: platform.secrets.list("project", member.project.id) };
-        }
-        return { secrets: platform.secrets.list("user", caller.user.id) };
+        const scope = query.scope ?? "user";
+        return { secrets: platform.secrets.list(scope, secretSlot(caller, scope).scopeId) };
       },
       { query: t.Object({ scope: t.Optional(t.Union([t.Literal("user"), t.Literal("project")])) }) },
     )

@@ -17,6 +17,13 @@ const CLOSE_INTERNAL_ERROR = 1011;
  * A person needs a few tabs, a supervisor a few more.
  */
 export const MAX_VIEWS_PER_SESSION = 16;
+/**
+ * What a connection may hold beyond its last snapshot before the client is
+ * taken for one that does not read. An honest one stays well under it (the
+ * output it has not acked, capped near the watermark; a paused PTY's spill;
+ * one read past the watermark; control messages), with room for a slow link.
+ */
+export const MAX_UNREAD_BYTES = 1024 * 1024;
 /** WebSocket close code for a policy violation: here, a client that sends but does not read. */
 const CLOSE_NOT_READING = 1008;
 
@@ -198,15 +205,14 @@ export class SessionViews {
 
   /**
    * Send one view a control message, unless its connection shows the client
-   * is not reading: holding more beyond its last snapshot than an honest
-   * client can (the output it may not have acked yet, a paused PTY's spill and
-   * room for control messages), it is closed (1008) and detached instead, so
-   * a client that sends frames but reads nothing cannot grow the server's
-   * memory with the answers (lease, notice, blocked, resize).
+   * is not reading: holding more than MAX_UNREAD_BYTES beyond its last
+   * snapshot, it is closed (1008) and detached instead, so a client that sends
+   * frames but reads nothing cannot grow the server's memory with the answers
+   * (lease, notice, blocked, resize).
    */
   control(view: View, message: ControlMessage): void {
     if (view.closed) return;
-    if (view.sink.buffered() - view.snapshotAllowance > HIGH_WATERMARK_BYTES + PAUSED_SPILL_BYTES + CONTROL_SLACK_BYTES) {
+    if (view.sink.buffered() - view.snapshotAllowance > MAX_UNREAD_BYTES) {
       this.detach(view);
       view.sink.close(CLOSE_NOT_READING, "The connection is not reading what it is sent");
       return;

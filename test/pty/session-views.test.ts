@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { ACK_EVERY_BYTES, HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES, type ControlMessage, type ViewSink } from "../../src/pty/index.ts";
+import { ACK_EVERY_BYTES, HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES, MAX_UNREAD_BYTES, type ControlMessage, type ViewSink } from "../../src/pty/index.ts";
 import { SessionViews } from "../../src/pty/session-views.ts";
 import { ParserThread, ScreenMirror } from "../../src/screen/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -58,8 +58,8 @@ describe("session views", () => {
     const otherSink = recordingSink();
     const other = set.attach(otherSink, { userId: "u", canWrite: true });
     await waitFor(() => stuck.controls.some((c) => c.type === "snapshot") && otherSink.controls.some((c) => c.type === "snapshot"), "the snapshots");
-    // What an honest client may have queued: unacked output up to the watermark and a paused PTY's spill, and control messages.
-    stuck.queued = holder.snapshotAllowance + 2 * HIGH_WATERMARK_BYTES + 64 * 1024;
+    // As much as a connection may hold beyond its snapshot; one byte more shows a client that does not read.
+    stuck.queued = holder.snapshotAllowance + MAX_UNREAD_BYTES;
     set.announce({ type: "notice", message: "still reading?" });
     expect({ closed: stuck.closed, size: set.size }).toEqual({ closed: [], size: 2 });
     stuck.queued += 1;
