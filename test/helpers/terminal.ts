@@ -56,3 +56,14 @@ export async function runAndSee(terminal: TerminalClient, command: string, token
   terminal.type(`${command}\r`);
   await terminal.sees(token);
 }
+
+/** As a member, open session "s" on docs; an admin who may also type (core.execute) supervises the project. */
+export async function sessionAnAdminSupervises(world: World) {
+  const project = await world.project();
+  const member = await world.signedIn(project, "member");
+  world.platform.roles.grant(project.id, "admin", "core.execute");
+  const admin = await world.signedIn(project, "admin");
+  localSource(world, project, "docs", { member: "rwx" });
+  await createSession(member.client, { sourceSlug: "docs", id: "s" });
+  return { project, member, admin };
+}

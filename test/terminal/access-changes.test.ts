@@ -1,7 +1,7 @@
 import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
+import { attached, createSession, localSource, runAndSee, sessionAnAdminSupervises } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
@@ -20,17 +20,6 @@ async function memberAttachedToDocs(world: World) {
   localSource(world, project, "docs", { member: "rwx" });
   await createSession(member.client, { sourceSlug: "docs", id: "s" });
   return { project, member, terminal: await attached(world, member, "s") };
-}
-
-/** As a member, open session "s" on docs; an admin who may also type (core.execute) supervises the project. */
-async function sessionAnAdminSupervises(world: World) {
-  const project = await world.project();
-  const member = await world.signedIn(project, "member");
-  world.platform.roles.grant(project.id, "admin", "core.execute");
-  const admin = await world.signedIn(project, "admin");
-  localSource(world, project, "docs", { member: "rwx" });
-  await createSession(member.client, { sourceSlug: "docs", id: "s" });
-  return { project, member, admin };
 }
 
 describe("a connected view whose access changes", () => {

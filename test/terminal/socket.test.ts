@@ -4,7 +4,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { MAX_VIEWS_PER_SESSION } from "../../src/pty/index.ts";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
-import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
+import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee, sessionAnAdminSupervises } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -255,12 +255,7 @@ describe("the terminal WebSocket", () => {
 
   test("a view that loses its access lets go of the lease at once, though its client never answers the close", async () => {
     await using world = await startWorld();
-    const project = await world.project();
-    const member = await world.signedIn(project, "member");
-    world.platform.roles.grant(project.id, "admin", "core.execute");
-    const admin = await world.signedIn(project, "admin");
-    localSource(world, project, "docs", { member: "rwx" });
-    await createSession(member.client, { sourceSlug: "docs", id: "s" });
+    const { project, member, admin } = await sessionAnAdminSupervises(world);
     const session = world.hatch.terminal.sessions.find({ userId: member.user.id, projectId: project.id, agentId: null, id: "s" })!;
     const mine = await attached(world, member, "s");
     const supervisor = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/s?userId=${member.user.id}`, { cookie: admin.client.cookieHeader });
