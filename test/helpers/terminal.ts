@@ -67,3 +67,17 @@ export async function sessionAnAdminSupervises(world: World) {
   await createSession(member.client, { sourceSlug: "docs", id: "s" });
   return { project, member, admin };
 }
+
+/** The WebSocket URL of a session on the world's companion server, with an optional query ("userId=…"). */
+export function terminalUrl(world: World, sessionId: string, query = ""): string {
+  return `${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/${sessionId}${query ? `?${query}` : ""}`;
+}
+
+/** As a project's owner, create session `id` on Container Root; returns the owner and the server's session object. */
+export async function ownerRootSession(world: World, id = "s") {
+  const project = await world.project();
+  const owner = await world.signedIn(project, "owner");
+  await createSession(owner.client, { sourceSlug: "container-root", id });
+  const session = world.hatch.terminal.sessions.find({ userId: owner.user.id, projectId: project.id, agentId: null, id })!;
+  return { project, owner, session };
+}

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
-import { attached, createSession } from "../helpers/terminal.ts";
+import { attached, createSession, terminalUrl } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 import { ACK_EVERY_BYTES, HIGH_WATERMARK_BYTES } from "../../src/pty/index.ts";
@@ -46,7 +46,7 @@ describe("flow control", () => {
     const owner = await world.signedIn(await world.project(), "owner");
     await createSession(owner.client, { sourceSlug: "container-root", id: "liar" });
     const holder = await attached(world, owner, "liar");
-    const liar = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/liar`, { cookie: owner.client.cookieHeader });
+    const liar = await RawWebSocket.open(terminalUrl(world, "liar"), { cookie: owner.client.cookieHeader });
     liar.pause();
     // It claims to have read everything, over and over, while it reads nothing.
     const lie = setInterval(() => liar.sendText(JSON.stringify({ type: "ack", bytes: 1 << 30 })), 1);

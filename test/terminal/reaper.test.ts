@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
-import { attached, createSession, runAndSee, TERMINAL } from "../helpers/terminal.ts";
+import { attached, createSession, runAndSee, TERMINAL, terminalUrl } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -52,7 +52,7 @@ describe("the reaper", () => {
     // A browser answers pings by itself (so does the ws client); a raw socket that answers none is, to the
     // server, a peer whose laptop went to sleep: TCP alone keeps such a connection open for ever.
     const here = await attached(world, owner, "here");
-    const gone = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/gone`, { cookie: owner.client.cookieHeader });
+    const gone = await RawWebSocket.open(terminalUrl(world, "gone"), { cookie: owner.client.cookieHeader });
     const { sessions } = world.hatch.terminal;
     const views = (id: string) => sessions.listProject(project.id).find((s) => s.id === id)?.views;
     await waitFor(() => views("gone") === 1, "the raw connection's view");

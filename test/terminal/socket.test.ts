@@ -4,7 +4,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { MAX_VIEWS_PER_SESSION } from "../../src/pty/index.ts";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
-import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee, sessionAnAdminSupervises } from "../helpers/terminal.ts";
+import { TERMINAL, attached, createSession, localSource, openTerminal, ownerRootSession, runAndSee, sessionAnAdminSupervises, terminalUrl } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -258,7 +258,7 @@ describe("the terminal WebSocket", () => {
     const { project, member, admin } = await sessionAnAdminSupervises(world);
     const session = world.hatch.terminal.sessions.find({ userId: member.user.id, projectId: project.id, agentId: null, id: "s" })!;
     const mine = await attached(world, member, "s");
-    const supervisor = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/s?userId=${member.user.id}`, { cookie: admin.client.cookieHeader });
+    const supervisor = await RawWebSocket.open(terminalUrl(world, "s", `userId=${member.user.id}`), { cookie: admin.client.cookieHeader });
     await waitFor(() => supervisor.texts.some((t) => JSON.parse(t).type === "snapshot"), "the supervisor's snapshot");
     supervisor.sendText(JSON.stringify({ type: "takeControl" }));
     await mine.control("lease", (c) => c.userId === admin.user.id);
@@ -276,11 +276,8 @@ describe("the terminal WebSocket", () => {
 
   test("take control by the view that holds the lease answers nothing: a client repeating it while reading nothing queues nothing", async () => {
     await using world = await startWorld();
-    const project = await world.project();
-    const owner = await world.signedIn(project, "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const session = world.hatch.terminal.sessions.find({ userId: owner.user.id, projectId: project.id, agentId: null, id: "s" })!;
-    const raw = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/s`, { cookie: owner.client.cookieHeader });
+    const { owner, session } = await ownerRootSession(world);
+    const raw = await RawWebSocket.open(terminalUrl(world, "s"), { cookie: owner.client.cookieHeader });
     await waitFor(() => raw.texts.some((t) => JSON.parse(t).type === "snapshot"), "the snapshot");
     const sink = session.views.leaseHolder!.sink;
     raw.pause();
@@ -302,10 +299,7 @@ describe("the terminal WebSocket", () => {
 
   test("a session takes 16 views at once: the 17th is closed with 4429, and one closing makes room; a resize to the size it has announces nothing", async () => {
     await using world = await startWorld();
-    const project = await world.project();
-    const owner = await world.signedIn(project, "owner");
-    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const session = world.hatch.terminal.sessions.find({ userId: owner.user.id, projectId: project.id, agentId: null, id: "s" })!;
+    const { owner, session } = await ownerRootSession(world);
     const open = [];
     for (let i = 0; i < MAX_VIEWS_PER_SESSION; i++) open.push(await attached(world, owner, "s"));
     const refused = await openTerminal(world, owner, "s");
@@ -386,7 +380,7 @@ describe("the terminal WebSocket", () => {
     const onUncaught = (error: unknown) => void uncaught.push(error);
     process.on("uncaughtException", onUncaught);
     try {
-      const client = await RawWebSocket.open(`${world.hatch.companionUrl.replace(/^http/, "ws")}/ws/terminal/s`, { cookie: owner.client.cookieHeader });
+      const client = await RawWebSocket.open(terminalUrl(world, "s"), { cookie: owner.client.cookieHeader });
       await waitFor(() => client.texts.some((t) => JSON.parse(t).type === "snapshot"), "the snapshot");
       client.sendText(Buffer.from([0xff, 0xfe]));
       await waitFor(() => client.closeCode !== null, "the close frame");
