@@ -60,6 +60,13 @@ const NO_LINE: CursorLine = { line: "", before: [] };
 const SPLIT_SEQUENCE_WAIT_MS = 100;
 /** Longest UTF-8 character less its last byte: how far before the offset a split character can start. */
 const MAX_SPLIT_CHARACTER_BYTES = 3;
+/**
+ * How long a finished snapshot is handed out again while the stream and the
+ * size stay as they were: long enough for a burst of attaches (a page with
+ * several tabs, a client reconnecting in a loop) to cost one snapshot, short
+ * enough that an idle session does not hold megabytes of text.
+ */
+const SNAPSHOT_REUSE_MS = 2_000;
 
 /**
  * The per-session headless terminal mirror: every byte of PTY output goes
@@ -114,6 +121,11 @@ export class ScreenMirror {
    * a snapshot is taken at or after the offset it was asked at.
    */
   readonly #snapshotFloors: number[] = [];
+  /** The snapshot being taken: every caller meanwhile gets it (it is caught up from its offset like any other). */
+  #snapshotInFlight: Promise<ScreenSnapshot> | null = null;
+  /** The last snapshot taken, while nothing was written, resized or started over since (see SNAPSHOT_REUSE_MS). */
+  #lastSnapshot: { snapshot: ScreenSnapshot; offset: number; resizes: number; generation: number } | null = null;
+  #lastSnapshotTimer: ReturnType<typeof setTimeout> | undefined;
   #writeWaiters: (() => void)[] = [];
   #drainWaiters: { backlog: number; resolve: () => void }[] = [];
   /** Why the parser thread can no longer answer, if it cannot. */
@@ -188,6 +200,8 @@ export class ScreenMirror {
     const lastExit = this.#scanner.scan(chunk, base);
     if (lastExit >= 0) this.#replayFloor = lastExit;
     this.#offset = base + chunk.length;
+    // Stale now: let its text go rather than hold it for the rest of SNAPSHOT_REUSE_MS.
+    this.#lastSnapshot = null;
     // Sent after the scan, which says whether the stream ends cleanly here.
     this.#terminal.write(chunk, { clean: this.#scanner.clean, resets: this.#scanner.resets });
     // Unparsed bytes stay: a snapshot taken at any later parse point is caught up from the ring.
@@ -236,16 +250,43 @@ export class ScreenMirror {
    * left unfinished by the last PTY read is appended to `data`, so the
    * client's parser continues it, and a character left unfinished is left
    * out of `offset`, so its bytes come after.
+   *
+   * Snapshots are built on the parser thread every session shares, so they
+   * are shared: callers while one is being taken get that one, and callers
+   * shortly after get it again while no output or resize came since.
    */
-  async snapshot(): Promise<ScreenSnapshot> {
+  snapshot(): Promise<ScreenSnapshot> {
+    const last = this.#lastSnapshot;
+    if (last && last.offset === this.#offset && last.resizes === this.#resizes && last.generation === this.#generation && !this.#disposed) {
+      return Promise.resolve(last.snapshot);
+    }
+    if (this.#snapshotInFlight) return this.#snapshotInFlight;
+    const taking = this.#snapshotOnce().finally(() => {
+      if (this.#snapshotInFlight === taking) this.#snapshotInFlight = null;
+    });
+    this.#snapshotInFlight = taking;
+    return taking;
+  }
+
+  async #snapshotOnce(): Promise<ScreenSnapshot> {
     // A character cut in two by the last read may start a few bytes before the offset now: keep those too.
     const floor = Math.max(0, this.#offset - MAX_SPLIT_CHARACTER_BYTES);
     this.#snapshotFloors.push(floor);
     try {
-      return await this.#takeSnapshot();
+      const snapshot = await this.#takeSnapshot();
+      this.#keepSnapshot(snapshot);
+      return snapshot;
     } finally {
       this.#snapshotFloors.splice(this.#snapshotFloors.indexOf(floor), 1);
     }
+  }
+
+  /** Hand `snapshot` out again for a while, as long as the stream stays where it is now. */
+  #keepSnapshot(snapshot: ScreenSnapshot): void {
+    clearTimeout(this.#lastSnapshotTimer);
+    this.#lastSnapshot = { snapshot, offset: this.#offset, resizes: this.#resizes, generation: this.#generation };
+    this.#lastSnapshotTimer = setTimeout(() => (this.#lastSnapshot = null), SNAPSHOT_REUSE_MS);
+    this.#lastSnapshotTimer.unref?.();
   }
 
   async #takeSnapshot(): Promise<ScreenSnapshot> {
@@ -341,6 +382,8 @@ export class ScreenMirror {
   dispose(): void {
     if (this.#disposed) return;
     this.#disposed = true;
+    clearTimeout(this.#lastSnapshotTimer);
+    this.#lastSnapshot = null;
     this.#terminal.close();
     this.#ring.reset(this.#offset);
     for (const wake of this.#writeWaiters) wake();
