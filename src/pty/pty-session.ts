@@ -90,6 +90,10 @@ export class PtySession {
   readonly #guards = new WeakMap<View, { guard: InputGuard; bucket: TokenBucket }>();
   /** The view whose keys reached the shell last (null until one types). */
   #lastTypist: View | null = null;
+  /** Set while a resize was applied less than RESIZE_INTERVAL_MS ago. */
+  #resizeInterval: ReturnType<typeof setTimeout> | null = null;
+  /** The latest resize asked for during that interval, applied when it ends. */
+  #pendingResize: { view: View | null; cols: number; rows: number } | null = null;
 
   constructor(private readonly options: PtySessionOptions) {
     this.key = options.key;
@@ -250,15 +254,41 @@ export class PtySession {
     state.guard.push(data).catch((error) => console.error("hatch: input could not reach the session", error));
   }
 
-  /** Resize from a view (lease holder only) or from the HTTP route (`view` null). */
+  /**
+   * Resize from a view (lease holder only) or from the HTTP route (`view`
+   * null). Each size change costs the program a redraw and the parser thread
+   * every session shares a resize and new snapshots, so a session changes
+   * size at most once per RESIZE_INTERVAL_MS: a resize within that time of
+   * the last is held, and only the latest one held is applied when it is up
+   * (a window being dragged ends at the size it was let go at).
+   */
   resize(view: View | null, cols: number, rows: number): boolean {
     if (this.#destroyed || (view && !this.views.mayDrive(view))) return false;
+    if (this.#resizeInterval) {
+      this.#pendingResize = { view, cols, rows };
+      return true;
+    }
+    this.#applySize(cols, rows);
+    return true;
+  }
+
+  #applySize(cols: number, rows: number): void {
     // The size it has: nothing to tell the program or the views, and no snapshot to take again.
-    if (cols === this.mirror.cols && rows === this.mirror.rows) return true;
+    if (cols === this.mirror.cols && rows === this.mirror.rows) return;
     this.#process.resize(cols, rows);
     this.mirror.resize(cols, rows);
     this.views.announce({ type: "resize", cols, rows });
-    return true;
+    this.#resizeInterval = setTimeout(() => this.#endResizeInterval(), RESIZE_INTERVAL_MS);
+    this.#resizeInterval.unref?.();
+  }
+
+  #endResizeInterval(): void {
+    this.#resizeInterval = null;
+    const pending = this.#pendingResize;
+    this.#pendingResize = null;
+    // Held, not yet done: a view that lost the lease (or a session that ended) meanwhile no longer drives it.
+    if (!pending || this.#destroyed || (pending.view && !this.views.mayDrive(pending.view))) return;
+    this.#applySize(pending.cols, pending.rows);
   }
 
   /** Send a control message to every view (countdown notices). */
@@ -310,6 +340,7 @@ export class PtySession {
     if (this.#destroyed) return;
     this.#destroyed = true;
     this.#closing.abort();
+    if (this.#resizeInterval) clearTimeout(this.#resizeInterval);
     this.views.announce({ type: "exit", code: this.#exitCode, reason });
     this.views.closeAll(CLOSE_SESSION_ENDED, reason.slice(0, 120));
     if (this.#exitCode === null) {
@@ -326,6 +357,8 @@ export class PtySession {
   }
 }
 
+/** Least time between two size changes of a session (see PtySession.resize): ten a second keeps a drag smooth. */
+const RESIZE_INTERVAL_MS = 100;
 /** Output quiet this long after the echo began means the shell has redrawn the line. */
 const ECHO_QUIET_MS = 20;
 const ECHO_POLL_MS = 4;

@@ -240,6 +240,35 @@ describe("the terminal WebSocket", () => {
     expect(terminal.output).toContain("40 120");
   });
 
+  test("a burst of resizes (a window being dragged) changes the size once at once and once more, to the last size, when the interval is up", async () => {
+    await using world = await startWorld();
+    const { owner, session } = await ownerRootSession(world);
+    const terminal = await attached(world, owner, "s");
+    const snapshotsBefore = terminal.controls.filter((c) => c.type === "snapshot").length;
+    for (let cols = 81; cols <= 110; cols++) session.resize(null, cols, 20 + (cols % 7));
+    await terminal.control("resize", (c) => c.cols === 110);
+    await runAndSee(terminal, "stty size; echo sized-$((1+1))", "sized-2");
+    const resizes = terminal.controls.filter((c) => c.type === "resize").map((c) => `${c.cols}x${c.rows}`);
+    expect({ resizes, programSaw: terminal.output.includes(`${20 + (110 % 7)} 110`), snapshots: terminal.controls.filter((c) => c.type === "snapshot").length })
+      .toEqual({ resizes: [`81x${20 + (81 % 7)}`, `110x${20 + (110 % 7)}`], programSaw: true, snapshots: snapshotsBefore });
+  });
+
+  test("a resize held back in the interval is dropped when its view loses the lease before it is due", async () => {
+    await using world = await startWorld();
+    const { owner, session } = await ownerRootSession(world);
+    await attached(world, owner, "s");
+    const second = await attached(world, owner, "s");
+    const holder = session.views.leaseHolder!;
+    session.resize(holder, 90, 30);
+    session.resize(holder, 91, 31);
+    // Its user lost the right to type: the lease passes to the second view before the held resize is due.
+    session.views.demote(holder);
+    await second.control("lease", (c) => c.you === true);
+    await runAndSee(second, "stty size; echo sized-$((1+1))", "sized-2");
+    await Bun.sleep(150);
+    expect({ size: [session.mirror.cols, session.mirror.rows], resizes: second.controls.filter((c) => c.type === "resize").map((c) => c.cols) }).toEqual({ size: [90, 30], resizes: [90] });
+  });
+
   test("the lease holder's resize sent as it connects, before its snapshot arrives, reaches the program and the snapshot is at that size", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
