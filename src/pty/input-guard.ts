@@ -31,6 +31,8 @@ export interface InputGuardOptions extends BlocklistOptions {
   checkLine?(line: string): LineVerdict;
   /** Upper bound on waiting for `settled()`; defaults to `ECHO_WAIT_MS`. */
   echoWaitMs?: number;
+  /** Upper bound on waiting for `currentLine()`; defaults to `SCREEN_READ_LIMIT_MS`. */
+  screenReadLimitMs?: number;
   /**
    * True while a full-screen program (alternate screen) runs. Its cursor line
    * is an editor's or pager's text, not a command line, so only the typed
@@ -54,6 +56,16 @@ const ESCAPE = "\x1b";
  * background job from stalling Enter forever.
  */
 export const ECHO_WAIT_MS = 250;
+/**
+ * How long an edited line waits for its screen line. The answer comes from
+ * the parser thread every session shares, behind the output queued there
+ * before it, normally within milliseconds; past this the line is refused
+ * (the user is told and may press Enter again) rather than run unchecked,
+ * or left waiting with every key typed after it.
+ */
+export const SCREEN_READ_LIMIT_MS = 5_000;
+/** The reason given for a line whose screen line could not be read. */
+export const SCREEN_UNREADABLE = "the screen could not be read in time to check this line; try again";
 /** Longest line held for screening; a longer one is refused rather than checked in part. */
 export const MAX_LINE_CHARS = 256 * 1024;
 /**
@@ -86,6 +98,7 @@ export class InputGuard {
   readonly #options: InputGuardOptions;
   readonly #checkLine: (line: string) => LineVerdict;
   readonly #echoWaitMs: number;
+  readonly #screenReadLimitMs: number;
   #buffer = "";
   #continued = "";
   #edited = false;
@@ -110,6 +123,8 @@ export class InputGuard {
     }
     this.#echoWaitMs = options.echoWaitMs ?? ECHO_WAIT_MS;
     if (!Number.isFinite(this.#echoWaitMs) || this.#echoWaitMs < 0) throw new RangeError(`Cannot wait ${this.#echoWaitMs} ms for the echo`);
+    this.#screenReadLimitMs = options.screenReadLimitMs ?? SCREEN_READ_LIMIT_MS;
+    if (!Number.isFinite(this.#screenReadLimitMs) || this.#screenReadLimitMs < 0) throw new RangeError(`Cannot wait ${this.#screenReadLimitMs} ms for the screen`);
   }
 
   /** Chunks pushed and not yet fully dealt with (waiting behind a line that waits for the screen). */
@@ -277,8 +292,11 @@ export class InputGuard {
 
   /** Check what was typed and what the screen shows, once the shell's echo has arrived. */
   async #screenEdited(typed: string, readings: string[]): Promise<[LineVerdict, string]> {
-    await withTimeout(this.#options.settled(), this.#echoWaitMs);
-    const { line, before } = await this.#options.currentLine();
+    await within(this.#options.settled(), this.#echoWaitMs);
+    const read = await within(this.#options.currentLine(), this.#screenReadLimitMs);
+    // Fail closed: an edited line is only known from the screen.
+    if (read === null) return [{ blocked: true, reason: SCREEN_UNREADABLE }, typed];
+    const { line, before } = read;
     const screen = line.trimEnd();
     // A line the shell redrew at the wrap may start on a line above that is not marked as wrapping into it:
     // read it from the prompts at the start of each of those as well, nearest first.
@@ -403,12 +421,13 @@ function dropLastCodePoint(text: string): string {
   return text.slice(0, last >= 0xdc00 && last <= 0xdfff ? -2 : -1);
 }
 
-/** Wait for `promise`, but no longer than `ms`; its failure counts as settled. */
-async function withTimeout(promise: Promise<void>, ms: number): Promise<void> {
+/** The value of `promise`, or null if it fails or takes longer than `ms`. */
+async function within<T>(promise: Promise<T>, ms: number): Promise<T | null> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   try {
-    await Promise.race([promise.catch(() => {}), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    return await Promise.race([promise.catch(() => null), new Promise<null>((resolve) => (timer = setTimeout(resolve, ms, null)))]);
   } finally {
     clearTimeout(timer);
   }
 }
+

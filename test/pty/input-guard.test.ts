@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Blocklist } from "../../src/pty/blocklist.ts";
-import { InputGuard, LINE_KILL, MAX_CONTINUED_CHARS, MAX_LINE_CHARS, type InputGuardOptions } from "../../src/pty/input-guard.ts";
+import { InputGuard, LINE_KILL, MAX_CONTINUED_CHARS, MAX_LINE_CHARS, SCREEN_UNREADABLE, type InputGuardOptions } from "../../src/pty/input-guard.ts";
 
 const PASTE_START = "\x1b[200~";
 const PASTE_END = "\x1b[201~";
@@ -219,6 +219,20 @@ describe("lines the shell edited (history, completion, search)", () => {
     h.screen.line = "$ reboot";
     await h.guard.push(UP + "\r");
     expect(h.blocked.map((b) => b.reason)).toEqual(["reboot of the machine"]);
+  });
+
+  test("an edited line whose screen line cannot be read in time is refused and wiped, and the keys after it go on", async () => {
+    const h = harness({ currentLine: () => new Promise(() => {}), screenReadLimitMs: 1 });
+    const enter = h.guard.push(UP + "\r");
+    const after = h.guard.push("ls\r");
+    await Promise.all([enter, after]);
+    expect({ pty: h.pty(), blocked: h.blocked }).toEqual({ pty: UP + LINE_KILL + "ls\r", blocked: [{ reason: SCREEN_UNREADABLE, line: "" }] });
+  });
+
+  test("an edited line whose screen line fails to be read (the parser thread died) is refused, not lost", async () => {
+    const h = harness({ currentLine: () => Promise.reject(new Error("the parser thread died")) });
+    await h.guard.push("ls\t\r");
+    expect({ pty: h.pty(), blocked: h.blocked.map((b) => b.reason) }).toEqual({ pty: "ls\t" + LINE_KILL, blocked: [SCREEN_UNREADABLE] });
   });
 });
 
