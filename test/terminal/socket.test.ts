@@ -240,6 +240,17 @@ describe("the terminal WebSocket", () => {
     expect(terminal.output).toContain("40 120");
   });
 
+  test("messages a client sends the moment the socket opens, before the server has decided its access, are not lost", async () => {
+    await using world = await startWorld();
+    const { owner } = await ownerRootSession(world);
+    const terminal = await openTerminal(world, owner, "s");
+    terminal.send({ type: "resize", cols: 100, rows: 30 });
+    terminal.type("echo early-$((3+4))\r");
+    await terminal.sees("early-7");
+    await runAndSee(terminal, "stty size; echo sized-$((1+1))", "sized-2");
+    expect(terminal.output).toContain("30 100");
+  });
+
   test("a burst of resizes (a window being dragged) changes the size once at once and once more, to the last size, when the interval is up", async () => {
     await using world = await startWorld();
     const { owner, session } = await ownerRootSession(world);
