@@ -1,4 +1,5 @@
 import { Elysia, ValidationError, type AnyElysia } from "elysia";
+import { isUniqueViolation } from "./db/index.ts";
 import { forbidden, HatchError, isCrossOriginRequest } from "./platform/index.ts";
 
 /** Options for `createApp`: the route plugins of every part, already built with their collaborators. */
@@ -47,6 +48,8 @@ export function createApp(options: AppOptions) {
         return { error: { code: errorCode, message } };
       };
       if (error instanceof HatchError) return answer(error.status, error.code, error.message);
+      // A store checks for a duplicate before it inserts, but another process (the CLI beside the server) can insert between the two.
+      if (isUniqueViolation(error)) return answer(409, "conflict", "Something with the same name was saved at the same moment; look again, then retry");
       switch (code) {
         case "VALIDATION":
           return answer(400, "invalid_request", describeValidation(error as ValidationError));

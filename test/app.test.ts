@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { MAX_REQUEST_BODY_BYTES } from "../src/app.ts";
+import { Database } from "bun:sqlite";
+import { Elysia } from "elysia";
+import { createApp, MAX_REQUEST_BODY_BYTES } from "../src/app.ts";
 import { startWorld } from "./helpers/world.ts";
 import { commandWorkflow, countRows } from "./helpers/workflows.ts";
 
@@ -86,6 +88,21 @@ describe("the HTTP edge", () => {
     // Just under the cap reaches the route, which answers as usual (here: the password is over its schema's length).
     const under = await client.post("/api/auth/login", { email: "a@example.com", password: "x".repeat(MAX_REQUEST_BODY_BYTES - 100) });
     expect({ status: under.status, code: under.body.error.code }).toEqual({ status: 400, code: "invalid_request" });
+  });
+
+  test("a duplicate that another process inserted between a store's check and its insert gets 409 conflict, not 500", async () => {
+    using db = new Database(":memory:");
+    db.run("CREATE TABLE roles (project_id TEXT, name TEXT, UNIQUE (project_id, name))");
+    db.run("INSERT INTO roles VALUES ('p', 'ops')");
+    const logged: unknown[] = [];
+    const routes = new Elysia().post("/roles", () => db.run("INSERT INTO roles VALUES ('p', 'ops')"));
+    const app = createApp({ routes: [routes], logError: (error) => logged.push(error) });
+    const answer = await app.handle(new Request("http://localhost/roles", { method: "POST" }));
+    expect({ status: answer.status, body: await answer.json(), logged }).toEqual({
+      status: 409,
+      body: { error: { code: "conflict", message: "Something with the same name was saved at the same moment; look again, then retry" } },
+      logged: [],
+    });
   });
 
   test("an unknown route gets 404 with the standard error body", async () => {
