@@ -133,13 +133,14 @@ export class Projects {
     return this.#roleOf.get({ projectId, userId })?.role ?? null;
   }
 
-  /** Every project a user belongs to, with the role held there. */
+  /** Every project a user belongs to, with the role held there: the one joined first first (a login starts in it). */
   membershipsOf(userId: string): Membership[] {
     return this.db
       .select({ project: projects, role: members.role })
       .from(members)
       .innerJoin(projects, eq(members.projectId, projects.id))
       .where(eq(members.userId, userId))
+      .orderBy(members.createdAt, projects.slug)
       .all();
   }
 
