@@ -50,7 +50,10 @@ export const adminCommands: Command[] = [
     },
     run: async (ctx, v) => {
       const password = await passwordOption(ctx, v);
-      return (await ctx.platform()).users.create(str(v, "email"), password);
+      const platform = await ctx.platform();
+      const user = await platform.users.create(str(v, "email"), password);
+      platform.audit.write({ action: "user.add", userId: user.id, target: user.email, detail: { via: "cli" } });
+      return user;
     },
     human: (r) => `created user ${(r as { email: string }).email} (${(r as { id: string }).id})`,
   },
@@ -86,7 +89,9 @@ export const adminCommands: Command[] = [
     run: async (ctx, v) => {
       const platform = await ctx.platform();
       const owner = platform.users.requireByEmail(str(v, "owner"));
-      return platform.projects.create(str(v, "slug"), str(v, "name"), owner.id);
+      const created = platform.projects.create(str(v, "slug"), str(v, "name"), owner.id);
+      platform.audit.write({ action: "project.add", userId: owner.id, projectId: created.id, target: created.slug, detail: { owner: owner.email, via: "cli" } });
+      return created;
     },
     human: (r) => `created project ${(r as { slug: string }).slug} (${(r as { id: string }).id})`,
   },

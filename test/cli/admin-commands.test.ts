@@ -38,6 +38,20 @@ describe("the hatch CLI", () => {
     expect((await client.get("/api/packages/agent/terminal/health")).status).toBe(200);
   });
 
+  test("user add and project add are audited, as every other admin command is; the password is not in the entry", async () => {
+    using dir = tempDataDir();
+    await hatchCli(dir, ["admin", "user", "add", "--email", "owner@example.com", "--password", "owner pass 1"]);
+    await hatchCli(dir, ["admin", "project", "add", "--slug", "demo", "--name", "Demo", "--owner", "owner@example.com"]);
+    using db = new Database(join(dir, DATABASE_FILE), { readonly: true });
+    const user = db.query("SELECT id FROM users").get() as { id: string };
+    const project = db.query("SELECT id FROM projects").get() as { id: string };
+    const entries = db.query("SELECT action, user_id AS userId, project_id AS projectId, target, detail FROM audit_log ORDER BY id").all();
+    expect(entries).toEqual([
+      { action: "user.add", userId: user.id, projectId: null, target: "owner@example.com", detail: '{"via":"cli"}' },
+      { action: "project.add", userId: user.id, projectId: project.id, target: "demo", detail: '{"owner":"owner@example.com","via":"cli"}' },
+    ]);
+  });
+
   test("roles, grants, agents and settings", async () => {
     using dir = tempDataDir();
     await hatchCli(dir, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"]);
