@@ -31,9 +31,11 @@ export const auditCommands: Command[] = [
       if (v.project !== undefined && v.server === true) throw new UsageError("give at most one of --project, --server");
       const limit = integerOption(v, "limit", { min: 1, max: MAX_AUDIT_PAGE, what: `1 to ${MAX_AUDIT_PAGE}` }) ?? DEFAULT_ENTRIES_SHOWN;
       const since = timeOption(v, "since");
+      const action = typeof v.action === "string" ? v.action : undefined;
+      // An empty value (an unset shell variable) would otherwise filter nothing and show every action.
+      if (action === "") throw new UsageError("--action needs an action name, e.g. user.password");
       const platform = await ctx.platform();
       const projectId = v.server === true ? null : typeof v.project === "string" ? platform.projects.requireBySlug(v.project).id : undefined;
-      const action = typeof v.action === "string" ? v.action : undefined;
       return platform.audit.query({ projectId, action, since, limit }).map((entry) => named(platform, entry));
     },
     human: (r) => (r as NamedAuditEntry[]).map(entryLine).join("\n") || "(no entries)",

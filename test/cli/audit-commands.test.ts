@@ -58,6 +58,7 @@ describe("hatch admin audit", () => {
       [["--limit", "1001"], '--limit must be 1 to 1000, not "1001"'],
       [["--limit", "ten"], '--limit must be 1 to 1000, not "ten"'],
       [["--since", "yesterday"], '--since must be an ISO 8601 time (2026-11-24 or 2026-11-24T09:30Z), not "yesterday"'],
+      [["--action", ""], "--action needs an action name, e.g. user.password"],
     ];
     for (const [argv, message] of usage) {
       const refused = await audit(world, ...argv);
