@@ -119,6 +119,12 @@ export class Roles {
     return feature === null || hasFeature(grants, feature);
   }
 
+  /** The package-access feature of a package hatch serves (null: open to every role); an unknown package is 404. */
+  packageAccessOf(projectId: string, packageSlug: string): string | null {
+    requirePackage(packageSlug);
+    return this.packageAccessFeature(projectId, packageSlug);
+  }
+
   /** The feature guarding a package, or null when the package is open to every role. */
   packageAccessFeature(projectId: string, packageSlug: string): string | null {
     return this.#accessFeature.get({ projectId, packageSlug })?.feature ?? null;

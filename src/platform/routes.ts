@@ -239,6 +239,11 @@ function projectRoutes(platform: Platform) {
       platform.audit.write({ action: "role.revoke", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
       return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
     })
+    .get("/api/packages/:package/access", ({ params, caller }) => {
+      // Who manages roles needs to know what hides a package from them; the owner alone changes it.
+      requireProjectAdmin(caller);
+      return { package: params.package, feature: platform.roles.packageAccessOf(caller.project.id, params.package) };
+    })
     .put(
       "/api/packages/:package/access",
       ({ params, body, caller }) => {

@@ -219,6 +219,7 @@ describe("login, logout, me and the active project", () => {
       () => anonymous.put("/api/settings/terminalMaxSessions", "[]"),
       () => anonymous.post("/api/roles", { name: 7 }),
       () => anonymous.put("/api/packages/agent/access", {}),
+      () => anonymous.get("/api/packages/agent/access"),
       () => anonymous.post("/api/agents", { shared: "yes" }),
     ];
     for (const send of malformed) expect((await send()).status).toBe(401);

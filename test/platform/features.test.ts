@@ -113,8 +113,12 @@ describe("roles and feature grants", () => {
     const member = await world.signedIn(project, "member");
     expect((await contractor.client.get(HEALTH)).status).toBe(200);
 
+    expect((await admin.client.get("/api/packages/agent/access")).body).toEqual({ package: "agent", feature: null });
     expect((await admin.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(403);
     expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(200);
+    // Read back by who manages roles; a member is refused.
+    expect((await admin.client.get("/api/packages/agent/access")).body).toEqual({ package: "agent", feature: "agent.access" });
+    expect((await member.client.get("/api/packages/agent/access")).body.error.code).toBe("admin_required");
 
     const hidden = await contractor.client.get(HEALTH);
     const unknown = await contractor.client.get("/api/packages/agent/no-such-route");
@@ -132,7 +136,7 @@ describe("roles and feature grants", () => {
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
     const member = await world.signedIn(project, "member");
-    for (const request of [owner.client.put("/api/packages/agents/access", { feature: "agent.access" }), owner.client.delete("/api/packages/agents/access")]) {
+    for (const request of [owner.client.put("/api/packages/agents/access", { feature: "agent.access" }), owner.client.delete("/api/packages/agents/access"), owner.client.get("/api/packages/agents/access")]) {
       const refused = await request;
       expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 404, code: "package_not_found" });
     }
