@@ -1,4 +1,4 @@
-import { and, eq, gt, lte, sql } from "drizzle-orm";
+import { and, desc, eq, gt, lte, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { authSessions, users } from "../db/index.ts";
 import type { AccessChanges } from "./access-changes.ts";
@@ -26,6 +26,13 @@ export function sessionTokenOf(cookieHeader: string | null | undefined): string 
   }
   return token;
 }
+
+/**
+ * Sign-ins one user keeps at once; a login past it ends their oldest. A
+ * person has a few browsers; without a bound, a script logging in with a
+ * known password in a loop grows the table (and every lookup) for ever.
+ */
+export const MAX_SIGN_INS_PER_USER = 50;
 
 /** A resolved login session. */
 export interface AuthSession {
@@ -76,6 +83,7 @@ export class AuthSessions {
     const made = this.db.insert(authSessions).select(whileCurrent).returning({ id: authSessions.id }).get();
     if (!made) return null;
     this.#purgeExpired();
+    this.#endOldestBeyondLimit(login.user.id);
     return { token, expiresAt };
   }
 
@@ -104,6 +112,17 @@ export class AuthSessions {
   setProject(sessionId: string, projectId: string): void {
     const switched = this.db.update(authSessions).set({ projectId }).where(eq(authSessions.id, sessionId)).returning({ userId: authSessions.userId }).get();
     if (switched) this.changes.notify({ userId: switched.userId });
+  }
+
+  #endOldestBeyondLimit(userId: string): void {
+    const kept = this.db
+      .select({ id: authSessions.id })
+      .from(authSessions)
+      .where(eq(authSessions.userId, userId))
+      .orderBy(desc(authSessions.createdAt), desc(sql`rowid`))
+      .limit(MAX_SIGN_INS_PER_USER);
+    const ended = this.db.delete(authSessions).where(and(eq(authSessions.userId, userId), notInArray(authSessions.id, kept))).returning({ id: authSessions.id }).all();
+    if (ended.length > 0) this.changes.notify({ userId });
   }
 
   #purgeExpired(): void {

@@ -1,7 +1,7 @@
 /** The platform: users, login sessions, projects, roles, features, agents, settings, audit, secrets. */
 export { Agents, type Agent } from "./agents.ts";
 export { Audit, MAX_AUDIT_PAGE, type AuditEntry, type AuditEntryInput } from "./audit.ts";
-export { AuthSessions, SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
+export { AuthSessions, MAX_SIGN_INS_PER_USER, SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 export { CallerResolver, can, inProject, isAdminRole, isProjectAdmin, requireFeature, requireProjectAdmin, routeNotFound, type Caller, type ProjectCaller } from "./caller.ts";
 export { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 export { type Clock, systemClock } from "./clock.ts";

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
+import { MAX_SIGN_INS_PER_USER } from "../../src/platform/index.ts";
+import { countRows } from "../helpers/workflows.ts";
 
 describe("login, logout, me and the active project", () => {
   test("login sets an HttpOnly SameSite=Lax session cookie and me shows user, project, role and features", async () => {
@@ -150,6 +152,19 @@ describe("login, logout, me and the active project", () => {
     stale.cookies.set("hatch_session", first);
     expect((await stale.get("/api/auth/me")).status).toBe(401);
     expect((await client.get("/api/auth/me")).status).toBe(200);
+  });
+
+  test("a user keeps at most 50 sign-ins: a login past that ends the oldest, and the others stay signed in", async () => {
+    await using world = await startWorld();
+    const user = await world.user();
+    const login = (await world.platform.users.verifyLogin(user.email, TEST_PASSWORD))!;
+    const tokens: string[] = [];
+    for (let i = 0; i < MAX_SIGN_INS_PER_USER + 1; i++) tokens.push((await world.platform.sessions.create(login, null))!.token);
+    const live = await Promise.all(tokens.map(async (token) => (await world.platform.sessions.resolve(token)) !== null));
+    expect({ oldest: live[0], rest: live.slice(1).every(Boolean), rows: countRows(world, "auth_sessions") }).toEqual({ oldest: false, rest: true, rows: MAX_SIGN_INS_PER_USER });
+    // Another user's sign-ins are not touched.
+    const other = await world.signedIn(await world.project(), "member");
+    expect((await other.client.get("/api/auth/me")).status).toBe(200);
   });
 
   test("no cookie, a tampered cookie and an expired cookie get 401", async () => {
