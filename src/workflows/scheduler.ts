@@ -8,8 +8,8 @@ export interface WorkflowSchedulerOptions {
   workflows: Workflows;
   /** Fire a scheduled run (the engine's `fire`); refusals are expected and swallowed. */
   fire(workflow: Workflow): Promise<{ id: string }>;
-  /** Whether a run is still waiting to start (queued, or waiting to retry). */
-  waiting(runId: string): boolean;
+  /** Whether a run has not finished yet (queued, waiting to retry, or running). */
+  unfinished(runId: string): boolean;
   onError?: (error: unknown) => void;
   /** Where a skipped tick is reported (once per streak); console.warn by default. */
   onSkip?: (line: string) => void;
@@ -20,10 +20,11 @@ export interface WorkflowSchedulerOptions {
  * schedule. `sync` after every change to a workflow; message triggers are not
  * its business, so schedule edits never touch them.
  *
- * A tick is skipped while the workflow's last scheduled run has not started:
+ * A tick is skipped while the workflow's last scheduled run has not finished:
  * a schedule faster than its runs (every minute, a run of five) would
- * otherwise queue a run per tick until the spend limit, holding the pool for
- * every other workflow. At most one scheduled run waits behind a working one.
+ * otherwise queue a run per tick until the spend limit, or, in fresh mode,
+ * where its runs do not wait for each other, fill every worker slot, holding
+ * the pool from every other workflow. A schedule has one run at a time.
  */
 export class WorkflowScheduler implements AsyncDisposable {
   readonly #jobs = new Map<string, { schedule: string; cron: Cron }>();
@@ -70,8 +71,8 @@ export class WorkflowScheduler implements AsyncDisposable {
     const workflow = this.options.workflows.get(workflowId);
     if (!workflow) return this.sync(workflowId);
     const last = this.#lastRuns.get(workflowId);
-    if (last && this.options.waiting(last.runId)) {
-      if (!last.skipping) (this.options.onSkip ?? console.warn)(`hatch: skipping the scheduled fires of workflow ${workflowId} until its run ${last.runId}, queued by the schedule, starts`);
+    if (last && this.options.unfinished(last.runId)) {
+      if (!last.skipping) (this.options.onSkip ?? console.warn)(`hatch: skipping the scheduled fires of workflow ${workflowId} until its run ${last.runId}, fired by the schedule, finishes`);
       last.skipping = true;
       return;
     }

@@ -103,9 +103,9 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
   const scheduler = new WorkflowScheduler({
     workflows: stores.workflows,
     fire: (workflow) => engine.fire({ workflowId: workflow.id, trigger: { id: null, kind: "schedule" }, source: { kind: "schedule", schedule: workflow.schedule } }),
-    waiting: (runId) => {
+    unfinished: (runId) => {
       const status = stores.runs.get(runId)?.status;
-      return status === "queued" || status === "waiting-retry";
+      return status === "queued" || status === "waiting-retry" || status === "running";
     },
   });
   stores.workflows.flagOutdatedTemplates(TEMPLATES.values());
