@@ -20,6 +20,20 @@ export interface OpenAiRunnerOptions {
 
 /** Longest error text kept from an endpoint's answer: enough to diagnose, never a whole HTML page. */
 const MAX_REMOTE_MESSAGE = 500;
+/**
+ * Largest answer body read from an endpoint. A long completion is a few
+ * hundred kilobytes of JSON; past this one endpoint could fill the server's
+ * memory, and each turn of a one-thread workflow sends the answers before
+ * it again. A command's stdout has a cap of the same order.
+ */
+export const MAX_COMPLETION_BYTES = 2 * 1024 * 1024;
+
+/** The chat-completions URL under a base URL, keeping the base's query (Azure's `?api-version=`). */
+export function completionsUrl(baseUrl: string): string {
+  const url = new URL(baseUrl);
+  url.pathname = `${url.pathname.replace(/\/+$/, "")}/chat/completions`;
+  return url.href;
+}
 
 /**
  * The thread as chat messages: the instruction as the system message, each
@@ -54,7 +68,7 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     if (!exchange) return { tokensUsed: 0, stopped: true };
     const { response, body } = exchange;
     // Billed even when the answer is refused below: the spend limit counts what the endpoint counted.
-    const tokensUsed = Math.max(0, Number(body?.usage?.total_tokens) || 0);
+    const tokensUsed = tokenCount(body?.usage?.total_tokens);
     if (!response.ok) throw refusal(settings.baseUrl, response, body, key, { tokensUsed, now: this.options.now ?? Date.now });
     const message = body?.choices?.[0]?.message;
     if (!message || (message.content !== null && typeof message.content !== "string")) {
@@ -74,24 +88,56 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     const { settings } = request;
     const signal = AbortSignal.any([request.signal, AbortSignal.timeout(settings.timeoutSeconds * 1000)]);
     try {
-      const response = await (this.options.fetch ?? fetch)(`${settings.baseUrl}/chat/completions`, {
+      const response = await (this.options.fetch ?? fetch)(completionsUrl(settings.baseUrl), {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         body: JSON.stringify({ model: settings.model, messages: chatMessages(request.prompt) }),
         signal,
       });
       // A stalled body is the timeout's too, and a cancel stops it: only a body that arrived and is not JSON is null.
-      const body = (await response.json().catch((error: unknown) => {
-        if (signal.aborted) throw error;
-        return null;
-      })) as CompletionBody | null;
-      return { response, body };
+      const text = await readCapped(response, MAX_COMPLETION_BYTES);
+      if (text === null) throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered with more than ${MAX_COMPLETION_BYTES} bytes`);
+      return { response, body: parseJson(text) as CompletionBody | null };
     } catch (error) {
       if (request.signal.aborted) return null;
+      if (error instanceof RunnerFailedError) throw error;
       if (signal.aborted) throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} did not answer within ${settings.timeoutSeconds} s`);
       throw new RunnerUnavailableError(`Cannot reach the model endpoint ${settings.baseUrl}: ${remoteText((error as Error).message, key)}`);
     }
   }
+}
+
+/** The body as text, or null (and the rest left unread) once it passes `maxBytes`. */
+async function readCapped(response: Response, maxBytes: number): Promise<string | null> {
+  if (!response.body) return "";
+  const reader = response.body.getReader();
+  const chunks: Uint8Array<ArrayBuffer>[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > maxBytes) {
+      void reader.cancel().catch(() => {});
+      return null;
+    }
+    chunks.push(new Uint8Array(value));
+  }
+  return new Blob(chunks).text();
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** An endpoint's token count as a whole number the spend limit can add up; anything else (a fraction rounds up) counts 0. */
+function tokenCount(reported: unknown): number {
+  const count = Math.ceil(Number(reported));
+  return Number.isSafeInteger(count) && count > 0 ? count : 0;
 }
 
 interface CompletionBody {

@@ -28,6 +28,8 @@ export interface FakeReply {
 /** A request the fake received. */
 export interface FakeRequest {
   authorization: string | null;
+  /** The query string the request carried ("" for none). */
+  query: string;
   body: { model: string; messages: { role: string; content: string }[] };
 }
 
@@ -54,7 +56,7 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
       const url = new URL(request.url);
       if (request.method !== "POST" || url.pathname !== "/v1/chat/completions") return Response.json({ error: { message: "Not found", type: "invalid_request_error" } }, { status: 404 });
       const body = (await request.json()) as FakeRequest["body"];
-      requests.push({ authorization: request.headers.get("authorization"), body });
+      requests.push({ authorization: request.headers.get("authorization"), query: url.search, body });
       if (request.headers.get("authorization") !== `Bearer ${options.apiKey}`) {
         return Response.json({ error: { message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key" } }, { status: 401 });
       }

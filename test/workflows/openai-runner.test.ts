@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { MAX_RETRY_AFTER_MS, retryAfter, UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
+import { MAX_COMPLETION_BYTES, MAX_RETRY_AFTER_MS, retryAfter, UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 import { answers, countRows, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
@@ -52,10 +52,12 @@ describe("the openai runner", () => {
     expect(openai.requests).toEqual([
       {
         authorization: `Bearer ${API_KEY}`,
+        query: "",
         body: { model: "gpt-test", messages: [{ role: "system", content: INSTRUCTION }, { role: "user", content: block(nonceOf(0), "Hi, I am Ada.") }] },
       },
       {
         authorization: `Bearer ${API_KEY}`,
+        query: "",
         body: {
           model: "gpt-test",
           messages: [
@@ -263,6 +265,39 @@ describe("the openai runner", () => {
     const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
     expect(run).toMatchObject({ status: "failed", tokensUsed: 500, error: `The model endpoint ${openai.baseUrl} answered without a message` });
     expect((await owner.client.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 1, tokens: 500 });
+  });
+
+  test("an answer larger than 2 MiB fails the run, and none of it is stored or sent back in later turns", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "one-thread" });
+    openai.reply({ content: "x".repeat(MAX_COMPLETION_BYTES) });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect({ status: run.status, error: run.error, answers: answers(run) }).toEqual({
+      status: "failed",
+      error: `The model endpoint ${openai.baseUrl} answered with more than ${MAX_COMPLETION_BYTES} bytes`,
+      answers: [],
+    });
+    const next = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "again" })).body.runId);
+    expect(next.status).toBe("succeeded");
+    expect(JSON.stringify(openai.requests[1]!.body).length).toBeLessThan(10_000);
+  });
+
+  test("a base URL with a query (Azure's ?api-version=) keeps it, after the path /chat/completions", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, `${openai.baseUrl}/?api-version=2024-02-01`);
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect({ status: run.status, query: openai.requests.map((r) => r.query) }).toEqual({ status: "succeeded", query: ["?api-version=2024-02-01"] });
+  });
+
+  test("a token count that is not a whole number is rounded up", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    openai.reply({ content: "ok", totalTokens: 2.5 });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect({ tokensUsed: run.tokensUsed, used: (await owner.client.get("/api/workflows/spend-limit")).body.used }).toEqual({ tokensUsed: 3, used: { runs: 1, tokens: 3 } });
   });
 
   test("an endpoint that sends its headers and then stalls fails the run as timed out", async () => {
