@@ -37,7 +37,7 @@ export function checkInstruction(instruction: string): string {
 }
 
 /**
- * `manual`, or a cron expression croner accepts (5 fields, or 6 with seconds), or 400.
+ * `manual`, or a cron expression croner accepts (5 fields, or 6 with seconds, or a nickname such as `@daily`), or 400.
  *
  * @example
  * checkSchedule("0 9 * * 1-5") // weekdays at 09:00 UTC
@@ -45,7 +45,12 @@ export function checkInstruction(instruction: string): string {
 export function checkSchedule(schedule: string): string {
   const trimmed = schedule.trim();
   if (trimmed === MANUAL_SCHEDULE) return trimmed;
-  let next: Date | null;
+  // croner also takes an ISO date-time as a one-shot job, which would fire once and then sit on the card as scheduled.
+  const fields = trimmed.split(/\s+/).length;
+  if (!trimmed.startsWith("@") && fields !== 5 && fields !== 6) {
+    throw badRequest("invalid_schedule", `Cannot use schedule "${trimmed}": a cron expression has 5 fields, or 6 with seconds`);
+  }
+  let next: Date | null | undefined;
   try {
     const cron = new Cron(trimmed, { paused: true, mode: "5-or-6-parts", timezone: SCHEDULE_TIMEZONE });
     next = cron.nextRun();
@@ -54,7 +59,7 @@ export function checkSchedule(schedule: string): string {
     throw badRequest("invalid_schedule", `Cannot use schedule "${trimmed}": ${(error as Error).message}`);
   }
   // "0 0 30 2 *" (30 February) parses, and would sit on the card as scheduled while never firing.
-  if (next === null) throw badRequest("invalid_schedule", `Cannot use schedule "${trimmed}": it never fires`);
+  if (!next) throw badRequest("invalid_schedule", `Cannot use schedule "${trimmed}": it never fires`);
   return trimmed;
 }
 

@@ -77,6 +77,9 @@ describe("workflow management", () => {
       [{ name: "x", runner: { kind: "command", command: "true" }, schedule: "every tuesday" }, "invalid_schedule"],
       // Well formed, but 30 February never comes.
       [{ name: "x", runner: { kind: "command", command: "true" }, schedule: "0 0 30 2 *" }, "invalid_schedule"],
+      // croner reads a date-time as a one-shot job: a future one would fire once, a past one never.
+      [{ name: "x", runner: { kind: "command", command: "true" }, schedule: "2099-01-01T09:00:00" }, "invalid_schedule"],
+      [{ name: "x", runner: { kind: "command", command: "true" }, schedule: "2020-01-01 09:00:00" }, "invalid_schedule"],
       [{ name: "x", runner: { kind: "command", command: "true" }, mode: "sometimes" }, "invalid_request"],
       [{ name: "x", runner: { kind: "shell", command: "true" } }, "invalid_request"],
       [{ name: "x", runner: { kind: "openai", baseUrl: "ftp://x", model: "m", apiKeySecret: "k" } }, "invalid_base_url"],
@@ -91,6 +94,8 @@ describe("workflow management", () => {
     const workflow = await commandWorkflow(owner, "true");
     const patch = await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { name: "renamed", schedule: "nonsense" });
     expect(patch.body.error.code).toBe("invalid_schedule");
+    // A nickname is a cron expression too.
+    expect((await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { schedule: "@daily" })).body.schedule).toBe("@daily");
     expect((await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { status: "awaiting-template-upgrade" })).status).toBe(400);
     const runner = await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { runner: { kind: "command", command: "rm -rf ~" } });
     expect(runner.body.error).toEqual({ code: "invalid_request", message: 'Invalid body: field "runner" is not accepted here' });
