@@ -58,6 +58,8 @@ export const DEFAULT_COUNTDOWN_MS = 60_000;
 export class SessionManager {
   readonly #sessions = new Map<string, PtySession>();
   readonly #creating = new Map<string, Promise<PtySession>>();
+  /** Destroys under way: a session leaves the map as its destroy begins, and shutdown still waits for its end. */
+  readonly #ending = new Set<Promise<void>>();
   /** Set by dispose(): from then on nothing new is spawned, and a spawn already under way is ended. */
   #closing = false;
 
@@ -142,7 +144,13 @@ export class SessionManager {
   async destroy(key: SessionKey, reason = "The session was terminated"): Promise<void> {
     const session = this.get(key);
     this.#sessions.delete(keyString(key));
-    await session.destroy(reason);
+    const ending = session.destroy(reason);
+    this.#ending.add(ending);
+    try {
+      await ending;
+    } finally {
+      this.#ending.delete(ending);
+    }
     this.options.onDestroyed?.(session, reason);
   }
 
@@ -181,6 +189,8 @@ export class SessionManager {
     this.#closing = true;
     await Promise.all([...this.#sessions.values()].map((s) => s.destroy("The service is shutting down")));
     this.#sessions.clear();
+    // A terminate or reap already under way is no longer in the map, but its program may not have ended yet.
+    await Promise.allSettled([...this.#ending]);
     // Each create still spawning ends its own session on seeing #closing: wait until it has.
     await Promise.allSettled([...this.#creating.values()]);
   }
