@@ -39,7 +39,11 @@ export function selectShell(purpose: ShellPurpose, deps: ShellDeps): string {
 
   const bash = () => firstFile(BASH_PATHS, deps.isFile) ?? find("bash");
   const sh = () => firstFile(SH_PATHS, deps.isFile) ?? find("sh");
-  const login = () => find(env("SHELL"));
+  const login = () => {
+    const shell = find(env("SHELL"));
+    // A service account's "shell" refuses logins: run as one, hatch would start sessions that exit at once.
+    return shell && !NOT_A_SHELL.has(shell.slice(shell.lastIndexOf("/") + 1)) ? shell : null;
+  };
   const order = purpose === "interactive" ? [login, bash, sh] : [bash, sh, login];
   for (const candidate of order) {
     const found = candidate();
@@ -65,6 +69,8 @@ export interface ShellDeps {
 const BASH_PATHS = ["/bin/bash", "/usr/bin/bash"];
 /** Well-known sh locations, tried before the PATH probe. */
 const SH_PATHS = ["/bin/sh", "/usr/bin/sh"];
+/** What /etc/passwd names as the shell of an account nobody may log in to. */
+const NOT_A_SHELL = new Set(["nologin", "false", "true"]);
 /** Last resort on POSIX: let execvp find it, or fail with the OS's own error. */
 const POSIX_FALLBACK_SHELL = "sh";
 /** Last resort on Windows when COMSPEC is unset or missing. */

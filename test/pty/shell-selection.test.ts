@@ -74,6 +74,15 @@ describe("step 3: interactive prefers $SHELL, the runner prefers bash", () => {
     expect(selectShell("interactive", host(DEBIAN, { SHELL: "/usr/bin/nushell" }).deps)).toBe("/bin/bash");
   });
 
+  test("a $SHELL that refuses logins (a service account's nologin or false, which systemd passes on for User=) is skipped, for both purposes", () => {
+    for (const shell of ["/usr/sbin/nologin", "/sbin/nologin", "/bin/false", "/usr/bin/false", "/bin/true"]) {
+      const deps = host([...DEBIAN, shell], { SHELL: shell }).deps;
+      expect({ shell, interactive: selectShell("interactive", deps) }).toEqual({ shell, interactive: "/bin/bash" });
+      const bare = host([shell], { SHELL: shell }).deps;
+      expect({ shell, runner: selectShell("runner", bare) }).toEqual({ shell, runner: "sh" });
+    }
+  });
+
   test("the runner picks bash even when $SHELL is zsh", () => {
     expect(selectShell("runner", host(DEBIAN, { SHELL: "/usr/bin/zsh" }).deps)).toBe("/bin/bash");
   });
