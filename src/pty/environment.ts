@@ -65,10 +65,12 @@ export function isSensitiveEnvName(name: string): boolean {
  * environment as the session starts, before a line is typed, so past input
  * screening: bash's PROMPT_COMMAND and prompts (PS0-PS4 expand `$(…)`), the
  * startup files BASH_ENV and ENV, exported functions, SHELLOPTS and BASHOPTS
- * (xtrace prints PS4), zsh's ZDOTDIR and prompts, and LD_PRELOAD and the rest
- * of the loader's variables. A create body may never set them.
+ * (xtrace prints PS4), zsh's ZDOTDIR and prompts, HOME (bash reads ~/.bashrc
+ * from it, as zsh reads ZDOTDIR), XDG_CONFIG_HOME (fish's config), INPUTRC
+ * (readline macros that press Enter), and LD_PRELOAD and the rest of the
+ * loader's variables. A create body may never set them.
  */
-const START_CODE_ENV = /^(PROMPT_COMMAND|PS[0-4]|PROMPT[2-4]?|RPROMPT2?|RPS[12]|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|ZDOTDIR|BASH_FUNC_.+|LD_.+)$/;
+const START_CODE_ENV = /^(PROMPT_COMMAND|PS[0-4]|PROMPT[2-4]?|RPROMPT2?|RPS[12]|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|ZDOTDIR|HOME|XDG_CONFIG_HOME|INPUTRC|BASH_FUNC_.+|LD_.+)$/;
 
 /**
  * What a caller who may not type (no core.execute) may still set: how their

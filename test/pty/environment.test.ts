@@ -70,7 +70,7 @@ describe("buildSessionEnv", () => {
   });
 
   test("extra never sets what makes the shell or the loader run code at start, even for a caller who types", () => {
-    const startCode = ["PROMPT_COMMAND", "PS0", "PS1", "PS4", "PROMPT", "RPROMPT", "RPS1", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "BASH_FUNC_ls%%", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"];
+    const startCode = ["PROMPT_COMMAND", "PS0", "PS1", "PS4", "PROMPT", "RPROMPT", "RPS1", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "HOME", "XDG_CONFIG_HOME", "INPUTRC", "BASH_FUNC_ls%%", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"];
     const extra = Object.fromEntries([...startCode, "EDITOR", "PS5", "ENVIRONMENT", "OLD_PWD"].map((name) => [name, "x"]));
     const { env, dropped } = buildSessionEnv({ base: {}, scratch: "/s", extra, callerMayType: true });
     expect(dropped).toEqual(startCode);
