@@ -267,6 +267,9 @@ describe("exec", () => {
     await createSession(owner.client, { sourceSlug: "container-root", id: "x", cwd: "/usr" });
     const pwd = await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "pwd; printf '\\033[31mred\\033[0m\\n'" });
     expect(pwd.body).toMatchObject({ exitCode: 0, output: "/usr\nred\n", truncated: false, timedOut: false });
+    // What tput prints under the session's TERM: sgr0 designates a charset (ESC ( B), sc/rc are ESC 7/ESC 8, smkx/rmkx ESC =/ESC >.
+    const tput = await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "printf 'a\\033(Bb\\0337c\\0338d\\033=e\\033>f\\033cg\\033#8h\\n'" });
+    expect(tput.body.output).toBe("abcdefgh\n");
     world.platform.settings.set("terminalExecOutputCapBytes", 1024, null);
     const big = await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "head -c 100000 /dev/zero | tr '\\0' a" });
     expect(big.body.output).toHaveLength(1024);
