@@ -1,6 +1,7 @@
 import { chmod, lstat, mkdir, opendir, readdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { killMarkedProcesses, scratchMarks } from "./marked-processes.ts";
+import { mountsAtOrBelow } from "./mount-points.ts";
 
 /**
  * Private scratch directories, one per PTY: `TMPDIR` and friends point there
@@ -73,9 +74,13 @@ export async function createScratchDir(base: string): Promise<ScratchDir> {
  * Remove a directory tree. The program owns its scratch and can lock parts of
  * it (`chmod 000` on a subdirectory), which stops a server not running as
  * root: then every directory in it is opened to its owner (symlinks are
- * never followed) and the removal tried again.
+ * never followed) and the removal tried again. A tree with something mounted
+ * in it is not touched (the removal would delete the mounted data): it fails,
+ * naming the mount, and stays for the operator.
  */
 async function removeTree(path: string): Promise<void> {
+  const mounts = await mountsAtOrBelow(path);
+  if (mounts.length > 0) throw new Error(`Cannot remove ${path}: ${mounts.join(", ")} is mounted inside it; unmount it, and the next start removes the rest`);
   try {
     await rm(path, { recursive: true, force: true });
   } catch {
@@ -135,10 +140,11 @@ export async function sweepOrphanScratch(base: string, options: SweepOptions): P
     // A session of a server that crashed can have left processes running in it: they end before their dir goes.
     await killMarkedProcesses(scratchMarks(path)).catch(() => []);
     try {
-      await rm(path, { recursive: true, force: true });
+      await removeTree(path);
       removed.push(path);
-    } catch {
+    } catch (error) {
       // Best effort: the next start tries again.
+      console.error(`hatch: cannot remove the leftover scratch dir ${path}:`, error instanceof Error ? error.message : error);
     }
   }
   return { removed };

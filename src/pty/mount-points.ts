@@ -1,0 +1,23 @@
+import { readFile } from "node:fs/promises";
+
+/**
+ * Mount points at or below `dir`, read from /proc/self/mountinfo (the mount
+ * namespace the server runs in). A recursive removal crosses into a mount: a
+ * session that bind-mounted or NFS-mounted something into its scratch dir
+ * would have that data deleted with it. Empty where /proc cannot be read.
+ *
+ * @example
+ * await mountsAtOrBelow("/srv/hatch/data/scratch/hatch-scratch-ab…") // ["/srv/…/hatch-scratch-ab…/m"]
+ */
+export async function mountsAtOrBelow(dir: string): Promise<string[]> {
+  const table = await readFile("/proc/self/mountinfo", "utf8").catch(() => "");
+  const mounts: string[] = [];
+  for (const line of table.split("\n")) {
+    // Field 5 is the mount point, with space, tab, newline and backslash written as octal escapes.
+    const field = line.split(" ")[4];
+    if (!field) continue;
+    const point = field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+    if (point === dir || point.startsWith(`${dir}/`)) mounts.push(point);
+  }
+  return mounts;
+}
