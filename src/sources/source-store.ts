@@ -80,6 +80,7 @@ export class SourceStore {
     if (needsRoot && (!input.root || !isAbsolute(input.root))) {
       throw badRequest("invalid_root", `Cannot add source "${input.slug}": a ${input.kind} source needs an absolute root path`);
     }
+    if (input.root?.includes("\0")) throw badRequest("invalid_root", `Cannot add source "${input.slug}": the root holds a NUL byte, which no path can`);
     if (input.kind === "local" && input.root) refuseLinkedRoot(input.slug, input.root);
     if (this.bySlug(projectId, input.slug)) throw conflict("source_exists", `Cannot add source: "${input.slug}" already exists`);
     const source: Source = {

@@ -22,6 +22,8 @@ describe("managing sources", () => {
     expect((await admin.client.post("/api/sources/docs/rules", { subjectKind: "role", subject: "member", path: "../etc", effect: "allow", perms: "rw" })).status).toBe(400);
     expect((await admin.client.post("/api/sources/docs/rules", { subjectKind: "role", subject: "member", effect: "allow", perms: "rwz" })).status).toBe(400);
     expect((await admin.client.post("/api/sources", { slug: "rel", kind: "local", root: "relative/path" })).status).toBe(400);
+    const nul = await admin.client.post("/api/sources", { slug: "nul", kind: "local", root: `${root}\u0000/etc` });
+    expect({ status: nul.status, code: nul.body.error?.code }).toEqual({ status: 400, code: "invalid_root" });
     // A root reached through a symlink would open wherever the link points at the time: the real path is asked for.
     const linked = join(world.tempDir("links"), "docs-link");
     symlinkSync(root, linked);
