@@ -64,6 +64,8 @@ export const ECHO_WAIT_MS = 250;
  * or left waiting with every key typed after it.
  */
 export const SCREEN_READ_LIMIT_MS = 5_000;
+/** The reason given for a refused Ctrl+X e. */
+export const KEYBOARD_MACRO = "keyboard macros (Ctrl+X e) replay keys that cannot be checked";
 /** The reason given for a line whose screen line could not be read. */
 export const SCREEN_UNREADABLE = "the screen could not be read in time to check this line; try again";
 /** Longest line held for screening; a longer one is refused rather than checked in part. */
@@ -187,8 +189,18 @@ export class InputGuard {
     // Esc then v: vi mode's edit-and-execute-command, which runs the line through $VISUAL with no Enter.
     // Esc or Ctrl+X then Enter: one key to bash's emacs mode (M-C-m, C-x C-m, unbound: it beeps and the line
     // stays), but accept-line in vi's command mode. Either way the line is checked; it does not end here.
-    const escapeV = this.#escape === ESCAPE && c === "v";
+    // Esc Ctrl+E is bash's shell-expand-line: it runs each $(…) in the line at once, with no Enter.
+    const escapeV = this.#escape === ESCAPE && (c === "v" || c === "\x05");
     const prefixedEnter = (this.#escape === ESCAPE || this.#afterCtrlX) && (c === "\r" || c === "\n");
+    // Ctrl+X e replays the keyboard macro recorded with Ctrl+X ( … Ctrl+X ): keys (an Enter among them) the
+    // shell runs without them passing here again. It is withheld; Ctrl+G cancels the Ctrl+X the shell holds.
+    if (this.#afterCtrlX && c === "e" && !this.#inPaste) {
+      this.#afterCtrlX = false;
+      this.#flush();
+      this.#options.forward(ABORT_KEY);
+      this.#options.onBlocked(KEYBOARD_MACRO, this.#continued + this.#buffer);
+      return undefined;
+    }
     if ((escapeV || prefixedEnter) && !this.#inPaste) {
       this.#escape = null;
       this.#afterCtrlX = false;
@@ -196,6 +208,13 @@ export class InputGuard {
       return this.#guardEditAndExecute(c);
     }
     if (this.#escape !== null && this.#continueEscape(c)) return undefined;
+    // A key after Ctrl+X is a command (Ctrl+X ( records a macro, Ctrl+X Ctrl+U undoes), never inserted text.
+    if (this.#afterCtrlX && c >= " " && c !== "\x7f" && !this.#inPaste) {
+      this.#afterCtrlX = false;
+      this.#out += c;
+      this.#edited = true;
+      return undefined;
+    }
     const editAndExecute = c === "\x05" && this.#afterCtrlX;
     this.#afterCtrlX = c === "\x18" && !this.#inPaste;
     const isTerminator = c === "\r" || c === "\n" || (!this.#inPaste && (c === "\x0f" || editAndExecute));
@@ -378,11 +397,12 @@ function promptSuffixes(screen: string, promptsBefore = screen.length): string[]
 
 /**
  * The line a cooked-mode tty hands its reader: Ctrl+U kills the line,
- * Backspace/DEL erase a character, Ctrl+W a word, and Ctrl+V (literal next)
- * vanishes and takes the character after it as it is.
+ * Backspace/DEL erase a character, Ctrl+W a word, Ctrl+V (literal next)
+ * vanishes and takes the character after it as it is, and Ctrl+D vanishes
+ * (the reader gets the text before it early, and reads on).
  */
 function applyLineEdits(text: string): string {
-  if (!/[\x15\x7f\x08\x17\x16]/.test(text)) return text;
+  if (!/[\x15\x7f\x08\x17\x16\x04]/.test(text)) return text;
   let line = "";
   let literal = false;
   for (const c of text) {
@@ -393,7 +413,8 @@ function applyLineEdits(text: string): string {
     else if (c === "\x15") line = "";
     else if (c === "\x7f" || c === "\x08") line = dropLastCodePoint(line);
     else if (c === "\x17") line = withoutLastWord(line);
-    else line += c;
+    // Ctrl+D (VEOF) mid-line hands the reader what is typed so far and vanishes; the reader reads on to the newline.
+    else if (c !== "\x04") line += c;
   }
   return line;
 }

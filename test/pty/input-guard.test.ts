@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Blocklist } from "../../src/pty/blocklist.ts";
-import { InputGuard, LINE_KILL, MAX_CONTINUED_CHARS, MAX_LINE_CHARS, SCREEN_UNREADABLE, type InputGuardOptions } from "../../src/pty/input-guard.ts";
+import { InputGuard, LINE_KILL, MAX_CONTINUED_CHARS, MAX_LINE_CHARS, KEYBOARD_MACRO, SCREEN_UNREADABLE, type InputGuardOptions } from "../../src/pty/input-guard.ts";
 
 const PASTE_START = "\x1b[200~";
 const PASTE_END = "\x1b[201~";
@@ -131,8 +131,8 @@ describe("pastes", () => {
     expect(h.settledCalls()).toBe(0);
   });
 
-  test("line-edit keys inside a paste are checked as a cooked-mode reader applies them (Ctrl+U, DEL, Ctrl+W)", async () => {
-    for (const trick of ["true\x15rm -rf /", "rm -rf /x\x7f", "rm -rf /x\x08", "rm -rf / harmless\x17"]) {
+  test("line-edit keys inside a paste are checked as a cooked-mode reader applies them (Ctrl+U, DEL, Ctrl+W, and Ctrl+D, which vanishes)", async () => {
+    for (const trick of ["true\x15rm -rf /", "rm -rf /x\x7f", "rm -rf /x\x08", "rm -rf / harmless\x17", "rm -rf \x04/"]) {
       const h = harness();
       await h.guard.push(`${PASTE_START}${trick}${PASTE_END}\r`);
       expect({ trick, reasons: h.blocked.map((b) => b.reason) }).toEqual({ trick, reasons: ["recursive delete of /"] });
@@ -260,6 +260,24 @@ describe("lines run without Enter, lines typed elsewhere, and a closed view", ()
     h.screen.line = "$ cat /etc/shadow";
     await h.guard.push("adow\r");
     expect(h.blocked.map((b) => b.reason)).toEqual(["access to the password hashes (/etc/shadow)"]);
+  });
+
+  test("Esc Ctrl+E (shell-expand-line, which runs each $(…) at once) is checked before its Ctrl+E goes", async () => {
+    const h = harness();
+    h.screen.line = "$ echo $(rm -rf /)";
+    await h.guard.push("echo $(rm -rf /)\x1b\x05");
+    expect({ pty: h.pty(), blocked: h.blocked.map((b) => b.reason) }).toEqual({ pty: "echo $(rm -rf /)\x1b", blocked: ["recursive delete of /"] });
+    const allowed = harness();
+    allowed.screen.line = "$ echo $(date)";
+    await allowed.guard.push("echo $(date)\x1b\x05");
+    expect({ pty: allowed.pty(), blocked: allowed.blocked }).toEqual({ pty: "echo $(date)\x1b\x05", blocked: [] });
+  });
+
+  test("Ctrl+X e (replay the keyboard macro, Enter and all) is withheld with a notice; Ctrl+G cancels the Ctrl+X the shell holds", async () => {
+    const h = harness();
+    await h.guard.push("\x18(\r\x18)");
+    await h.guard.push("rm -rf /\x18e");
+    expect({ pty: h.pty(), blocked: h.blocked }).toEqual({ pty: "\x18(\r\x18)rm -rf /\x18\x07", blocked: [{ reason: KEYBOARD_MACRO, line: "rm -rf /" }] });
   });
 
   test("Ctrl+X Ctrl+E (edit-and-execute) ends a line: it is checked, and a blocked one is wiped after Ctrl+G cancels the prefix", async () => {

@@ -342,4 +342,28 @@ describe("line-buffered input screening", () => {
       return terminal.sees("alive-64", 1_000).then(() => true, () => false);
     }, "the shell to run a command once the queue drained", 30_000);
   });
+
+  test("bash's keyboard macro cannot replay an Enter past the screen: Ctrl+X e is refused", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "macro-ran");
+    // A macro that is just Enter: the Enter on an empty line is checked, and allowed.
+    terminal.type("\x18(\r\x18)");
+    await runAndSee(terminal, "echo rec-$((6*7))", "rec-42");
+    terminal.type(`touch ${marker}; cat /etc/shadow > /dev/null\x18e`);
+    expect((await terminal.control("blocked")).reason).toBe("keyboard macros (Ctrl+X e) replay keys that cannot be checked");
+    terminal.type("\x15");
+    await expectBlockedNeverRan(terminal, marker);
+  });
+
+  test("a blocked command substitution does not run through shell-expand-line (Esc Ctrl+E), which needs no Enter", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "expand-ran");
+    terminal.type(`echo $(touch ${marker}; cat /etc/shadow > /dev/null)\x1b\x05`);
+    expect((await terminal.control("blocked")).reason).toBe("access to the password hashes (/etc/shadow)");
+    // The Esc reached bash, which reads the next key with it: Ctrl+G (abort) ends it, Ctrl+U clears the line.
+    terminal.type("\x07\x15");
+    await expectBlockedNeverRan(terminal, marker);
+  });
 });
