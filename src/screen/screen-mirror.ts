@@ -115,12 +115,13 @@ export class ScreenMirror {
   /** Resizes so far: a snapshot asked for before one may have been taken before it. */
   #resizes = 0;
   /**
-   * Stream offsets at which snapshots still being taken were asked for. The
+   * Stream offset at which the snapshot being taken was asked for. The
    * parser thread reports bytes parsed past a snapshot before answering with
-   * it, so the ring keeps from the oldest of these, not only from `#parsed`:
-   * a snapshot is taken at or after the offset it was asked at.
+   * it, so the ring keeps from here, not only from `#parsed`: a snapshot is
+   * taken at or after the offset it was asked at. One at most: callers share
+   * the snapshot in flight.
    */
-  readonly #snapshotFloors: number[] = [];
+  #snapshotFloor: number | null = null;
   /** The snapshot being taken: every caller meanwhile gets it (it is caught up from its offset like any other). */
   #snapshotInFlight: Promise<ScreenSnapshot> | null = null;
   /** The last snapshot taken, while nothing was written, resized or started over since (see SNAPSHOT_REUSE_MS). */
@@ -206,8 +207,7 @@ export class ScreenMirror {
     this.#terminal.write(chunk, { clean: this.#scanner.clean, resets: this.#scanner.resets });
     // Unparsed bytes stay: a snapshot taken at any later parse point is caught up from the ring.
     const parsed = this.#failure ? this.#offset : this.#parsed;
-    // No spread on the common path: this runs for every PTY read.
-    this.#ring.append(chunk, this.#snapshotFloors.length === 0 ? parsed : Math.min(parsed, ...this.#snapshotFloors));
+    this.#ring.append(chunk, this.#snapshotFloor === null ? parsed : Math.min(parsed, this.#snapshotFloor));
     const waiters = this.#writeWaiters;
     this.#writeWaiters = [];
     for (const wake of waiters) wake();
@@ -270,14 +270,13 @@ export class ScreenMirror {
 
   async #snapshotOnce(): Promise<ScreenSnapshot> {
     // A character cut in two by the last read may start a few bytes before the offset now: keep those too.
-    const floor = Math.max(0, this.#offset - MAX_SPLIT_CHARACTER_BYTES);
-    this.#snapshotFloors.push(floor);
+    this.#snapshotFloor = Math.max(0, this.#offset - MAX_SPLIT_CHARACTER_BYTES);
     try {
       const snapshot = await this.#takeSnapshot();
       this.#keepSnapshot(snapshot);
       return snapshot;
     } finally {
-      this.#snapshotFloors.splice(this.#snapshotFloors.indexOf(floor), 1);
+      this.#snapshotFloor = null;
     }
   }
 
