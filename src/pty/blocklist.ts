@@ -170,12 +170,25 @@ function recursiveDelete(args: string[], home?: string): string | null {
 }
 
 function findDelete(args: string[], home?: string): string | null {
-  const firstExpression = args.findIndex((a) => /^[-(!]/.test(a));
-  const roots = firstExpression === -1 ? args : args.slice(0, firstExpression);
+  const paths = args.slice(leadingFindOptions(args));
+  const firstExpression = paths.findIndex((a) => /^[-(!]/.test(a));
+  const roots = firstExpression === -1 ? paths : paths.slice(0, firstExpression);
   const deletes = args.includes("-delete") || args.some((a, i) => /^-(exec|execdir|ok)$/.test(a) && baseName(args[i + 1] ?? "") === "rm");
   if (!deletes) return null;
   const zone = roots.map((root) => dangerousTarget(root, home)).find(Boolean);
   return zone ? `recursive delete of ${zone}` : null;
+}
+
+/** How many of `args` are find's options before its paths: `-H`, `-L`, `-P`, `-O3`, `-D tree`. */
+function leadingFindOptions(args: string[]): number {
+  let at = 0;
+  while (at < args.length) {
+    const option = args[at]!;
+    if (option === "-D") at += 2;
+    else if (/^-([HLP]+|O\d*)$/.test(option)) at++;
+    else break;
+  }
+  return at;
 }
 
 function recursiveOwnership(program: string, args: string[], home?: string): string | null {

@@ -37,6 +37,23 @@ export function parseShellLine(line: string): ParsedLine {
 }
 
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*/;
+/** The escapes bash decodes inside `$'...'`, read just past the backslash. */
+const ANSI_C_ESCAPE = /^(?:[abeEfnrtv\\'"?]|[0-7]{1,3}|x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|c.)/s;
+const SIMPLE_ESCAPES: Record<string, string> = { a: "\x07", b: "\b", e: "\x1b", E: "\x1b", f: "\f", n: "\n", r: "\r", t: "\t", v: "\v" };
+
+/** One `$'...'` escape (without its backslash) as the character bash puts in the word. */
+function decodeAnsiC(escape: string): string {
+  const head = escape[0]!;
+  if (head in SIMPLE_ESCAPES) return SIMPLE_ESCAPES[head]!;
+  if (/[0-7]/.test(head)) return String.fromCharCode(parseInt(escape, 8) & 0xff);
+  if (head === "x") return String.fromCharCode(parseInt(escape.slice(1), 16));
+  if (head === "u" || head === "U") {
+    const code = parseInt(escape.slice(1), 16);
+    return code <= 0x10ffff ? String.fromCodePoint(code) : "";
+  }
+  if (head === "c") return String.fromCharCode(escape.charCodeAt(1) & 0x1f);
+  return head;
+}
 /** Operators that leave a command list unfinished at the end of a line. */
 const CONTINUING_OPERATORS = new Set(["|", "|&", "&&", "||"]);
 
@@ -140,10 +157,11 @@ class Scanner {
     const line = this.line;
     const next = line[this.#i + 1];
     if (next === "(") return this.#substitution(this.#i + 2);
-    if (next === "'") {
-      // $'...' (ANSI-C quoting): escapes left as they are, which is enough to see the words.
+    if (next === "'") return this.#ansiCQuoted();
+    if (next === '"') {
+      // $"..." (locale translation) reads as "..." wherever no catalogue translates it.
       this.#i++;
-      return this.#singleQuoted();
+      return this.#doubleQuoted();
     }
     if (next === "{") {
       const end = line.indexOf("}", this.#i + 2);
@@ -159,6 +177,30 @@ class Scanner {
     if (name) this.#command.expansions.push(name);
     this.#append("$" + (name ?? ""));
     this.#i += 1 + (name?.length ?? 0);
+  }
+
+  /** `$'...'`: escapes decoded as bash does, so `$'\x2f'` and `$'\057'` are the `/` the shell will see. */
+  #ansiCQuoted(): void {
+    const line = this.line;
+    let i = this.#i + 2;
+    let text = "";
+    // bash ends the quoted text at a decoded NUL: `$'rm\0x'` runs `rm`.
+    let cut = false;
+    while (i < line.length && line[i] !== "'") {
+      if (line[i] !== "\\") {
+        if (!cut) text += line[i];
+        i++;
+        continue;
+      }
+      const escape = ANSI_C_ESCAPE.exec(line.slice(i + 1, i + 11));
+      // An escape bash does not know keeps its backslash: `$'\q'` is `\q`.
+      const decoded = escape ? decodeAnsiC(escape[0]) : "\\" + (line[i + 1] ?? "");
+      if (decoded === "\0") cut = true;
+      if (!cut) text += decoded;
+      i += 1 + (escape ? escape[0].length : 1);
+    }
+    this.#append(text);
+    this.#i = i + 1;
   }
 
   #backtick(): void {

@@ -35,6 +35,12 @@ const BLOCKED: Record<string, Record<string, string>> = {
     "rm -rf /home/ada": "recursive delete of the home directory",
     "find / -delete": "recursive delete of /",
     "find ~ -exec rm -rf {} +": "recursive delete of the home directory",
+    "find -L / -delete": "recursive delete of /",
+    "find -H -P -O3 / -name x -delete": "recursive delete of /",
+    "find -D tree ~ -delete": "recursive delete of the home directory",
+    "rm -rf $'\\057'": "recursive delete of /",
+    "$'\\x72m' -rf $'\\x2f'": "recursive delete of /",
+    '$"rm" -rf /': "recursive delete of /",
     "chmod -R 777 /": "recursive chmod of /",
   },
   "the same, hidden behind wrappers, operators and nested shells": {
@@ -127,7 +133,7 @@ const BLOCKED: Record<string, Record<string, string>> = {
 /** Ordinary work that must never be refused. */
 const ALLOWED = [
   "rm -rf ./build", "rm -rf build/ dist/", "rm -rf node_modules", "rm -rf /tmp/foo", "rm -rf ~/projects/old", 'rm -rf "$HOME/.cache/pip"',
-  "rm -f /etc/foo.conf", "rm -rf .", "rm /", "find . -name '*.tmp' -delete", "find /tmp -type f -delete", "chmod -R 755 ./public",
+  "rm -f /etc/foo.conf", "rm -rf .", "rm /", "find . -name '*.tmp' -delete", "find /tmp -type f -delete", "find -L . -delete", "rm -rf $'./\\x2f'", "chmod -R 755 ./public",
   "ls /etc", "ls -la /", "cat /etc/passwd", "echo hello", "echo $HOME", 'echo "$PATH"', "printenv HOME", "env", "env | grep PATH",
   "env FOO=1 make test", "grep -i token src/*.ts", "history | grep rm",
   "cat README.env.md", "cat .env.example", "python -m venv .venv", "source .venv/bin/activate", "node -e 'console.log(process.env.PATH)'",

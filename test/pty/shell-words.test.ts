@@ -30,6 +30,16 @@ describe("parseShellLine", () => {
     expect(["env", "sleep 1 &", "echo '|'", "echo \\|", "ls >|", "a | b", "# x |", "echo \"&&\""].map(ends)).toEqual([false, false, false, false, false, false, false, false]);
   });
 
+  test("$'...' is decoded as bash decodes it, and $\"...\" reads as \"...\"", () => {
+    const words = (line: string) => parseShellLine(line).commands[0]!.words;
+    expect(words(String.raw`rm -rf $'\057' $'\x2f' $'\u002F' $'\U0000002f' $'a\'b' $'\t\e\cA' $'\q\x' $"r""m"`)).toEqual([
+      "rm", "-rf", "/", "/", "/", "/", "a'b", "\t\x1b\x01", "\\q\\x", "rm",
+    ]);
+    // A decoded NUL ends the quoted text, as it ends bash's C string.
+    expect(words(String.raw`r$'m\0junk' -rf x`)).toEqual(["rm", "-rf", "x"]);
+    expect(parseShellLine(`$"$TOKEN"`).commands[0]!.expansions).toEqual(["TOKEN"]);
+  });
+
   test("here-strings, fd duplications and &> are redirections", () => {
     const { commands } = parseShellLine("cat <<< $X 2>&1 &>log");
     expect(commands[0]!.redirects).toEqual([
