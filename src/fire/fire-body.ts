@@ -1,4 +1,4 @@
-import { badRequest, isJsonContentType } from "../platform/index.ts";
+import { badRequest, isJsonContentType, readCapped } from "../platform/index.ts";
 import { checkFireText } from "../workflows/index.ts";
 
 /**
@@ -65,24 +65,8 @@ async function readCappedBody(request: Request): Promise<Uint8Array> {
     // The server reads exactly the declared length, so the fast whole-body read is bounded too.
     return new Uint8Array(await untilComplete(request.arrayBuffer()));
   }
-  if (!request.body) return new Uint8Array(0);
-  const reader = request.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (let part = await untilComplete(reader.read()); !part.done; part = await untilComplete(reader.read())) {
-    size += part.value.byteLength;
-    if (size > MAX_FIRE_BODY_BYTES) {
-      await reader.cancel();
-      throw tooLarge();
-    }
-    parts.push(part.value);
-  }
-  const bytes = new Uint8Array(size);
-  let at = 0;
-  for (const part of parts) {
-    bytes.set(part, at);
-    at += part.byteLength;
-  }
+  const bytes = await untilComplete(readCapped(request.body, MAX_FIRE_BODY_BYTES));
+  if (bytes === null) throw tooLarge();
   return bytes;
 }
 

@@ -4,6 +4,7 @@ export { Audit, MAX_AUDIT_PAGE, type AuditEntry, type AuditEntryInput } from "./
 export { AuthSessions, MAX_SIGN_INS_PER_USER, SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
 export { CallerResolver, can, inProject, isAdminRole, isProjectAdmin, requireFeature, requireProjectAdmin, routeNotFound, type Caller, type ProjectCaller } from "./caller.ts";
 export { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
+export { readCapped } from "./capped-read.ts";
 export { type Clock, systemClock } from "./clock.ts";
 export { isCrossOriginRequest } from "./cross-origin.ts";
 export { HatchError, badRequest, conflict, forbidden, notFound, requireObjectBody, tooMany, unauthorized, unavailable, unsupportedMediaType } from "./errors.ts";

@@ -1,3 +1,4 @@
+import { readCapped } from "../platform/index.ts";
 import { renderInput, type Prompt } from "./prompt.ts";
 import { redactSecret } from "./redact-secret.ts";
 import { RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
@@ -95,9 +96,9 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
         signal,
       });
       // A stalled body is the timeout's too, and a cancel stops it: only a body that arrived and is not JSON is null.
-      const text = await readCapped(response, MAX_COMPLETION_BYTES);
-      if (text === null) throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered with more than ${MAX_COMPLETION_BYTES} bytes`);
-      return { response, body: parseJson(text) as CompletionBody | null };
+      const bytes = await readCapped(response.body, MAX_COMPLETION_BYTES);
+      if (bytes === null) throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered with more than ${MAX_COMPLETION_BYTES} bytes`);
+      return { response, body: parseJson(new TextDecoder().decode(bytes)) as CompletionBody | null };
     } catch (error) {
       if (request.signal.aborted) return null;
       if (error instanceof RunnerFailedError) throw error;
@@ -105,25 +106,6 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
       throw new RunnerUnavailableError(`Cannot reach the model endpoint ${settings.baseUrl}: ${remoteText((error as Error).message, key)}`);
     }
   }
-}
-
-/** The body as text, or null (and the rest left unread) once it passes `maxBytes`. */
-async function readCapped(response: Response, maxBytes: number): Promise<string | null> {
-  if (!response.body) return "";
-  const reader = response.body.getReader();
-  const chunks: Uint8Array<ArrayBuffer>[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > maxBytes) {
-      void reader.cancel().catch(() => {});
-      return null;
-    }
-    chunks.push(new Uint8Array(value));
-  }
-  return new Blob(chunks).text();
 }
 
 function parseJson(text: string): unknown {
