@@ -1,6 +1,6 @@
 import { readCapped } from "../platform/index.ts";
 import { renderInput, type Prompt } from "./prompt.ts";
-import { redactSecret } from "./redact-secret.ts";
+import { redactSecret, redactWholeSecret } from "./redact-secret.ts";
 import { RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
 import type { OpenAiRunnerSettings } from "./workflow.ts";
 
@@ -38,13 +38,15 @@ export function completionsUrl(baseUrl: string): string {
 
 /**
  * The thread as chat messages: the instruction as the system message, each
- * earlier turn as its delimited input and the answers given, then this turn's
- * delimited input. The untrusted text is never placed anywhere else.
+ * earlier answered turn as its delimited input and the answers given, then
+ * this turn's delimited input. The untrusted text is never placed anywhere else.
  */
 export function chatMessages(prompt: Prompt): ChatMessage[] {
   const messages: ChatMessage[] = [];
   if (prompt.instruction) messages.push({ role: "system", content: prompt.instruction });
   for (const turn of prompt.history) {
+    // A turn the model did not answer is left out: an empty assistant message is refused by some servers, and two user messages in a row by others.
+    if (!turn.answers.some((answer) => answer.trim())) continue;
     messages.push({ role: "user", content: renderInput(turn.input, prompt.nonce) });
     messages.push({ role: "assistant", content: turn.answers.join("\n\n") });
   }
@@ -75,7 +77,8 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     if (!message || (message.content !== null && typeof message.content !== "string")) {
       throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered without a message`, { tokensUsed });
     }
-    const text = (message.content ?? "").trim();
+    // An endpoint or proxy that echoes the request could put the key in the answer, which goes to the run row and the chat.
+    const text = redactWholeSecret((message.content ?? "").trim(), key);
     if (text) request.emit([{ type: "answer", text }]);
     return { tokensUsed, stopped: false };
   }

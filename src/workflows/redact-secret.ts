@@ -20,8 +20,7 @@ export const MIN_SECRET_FRAGMENT = 8;
  * redactSecret("bad key sk-test-0123…", "sk-test-0123456789abcdef"); // "bad key [redacted]…"
  */
 export function redactSecret(text: string, secret: string): string {
-  if (!secret) return text;
-  const whole = text.split(secret).join(REDACTED);
+  const whole = redactWholeSecret(text, secret);
   if (secret.length <= MIN_SECRET_FRAGMENT) return whole;
   let out = "";
   for (let i = 0; i < whole.length; ) {
@@ -35,6 +34,16 @@ export function redactSecret(text: string, secret: string): string {
     }
   }
   return out;
+}
+
+/**
+ * `text` with every whole occurrence of `secret` replaced by "[redacted]",
+ * in linear time: for long text (a model's answer) where the fragment search
+ * of redactSecret would cost too much, and only an echo of the whole key is
+ * to be feared.
+ */
+export function redactWholeSecret(text: string, secret: string): string {
+  return secret ? text.split(secret).join(REDACTED) : text;
 }
 
 /** Length of the longest run of `text` starting at `start` that occurs somewhere in `secret`. */

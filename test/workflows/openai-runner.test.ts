@@ -71,6 +71,33 @@ describe("the openai runner", () => {
     ]);
   });
 
+  test("a turn the model left unanswered is not replayed in the thread, as an empty assistant message or at all", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    openai.reply({ content: "  " });
+    const silent = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "first" })).body.runId);
+    expect({ status: silent.status, answers: answers(silent) }).toEqual({ status: "succeeded", answers: [] });
+    openai.reply({ content: "answered" });
+    await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "second" })).body.runId);
+    await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "third" })).body.runId);
+    const roles = (i: number) => openai.requests[i]!.body.messages.map((m: { role: string }) => m.role);
+    expect([roles(1), roles(2)]).toEqual([
+      ["system", "user"],
+      ["system", "user", "assistant", "user"],
+    ]);
+    expect(openai.requests[2]!.body.messages[1]!.content).toContain("second");
+  });
+
+  test("an answer that quotes the API key (an echoing proxy) has it redacted before it is kept or sent on", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    openai.reply({ content: `You sent: Authorization: Bearer ${API_KEY}` });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect(answers(run)).toEqual(["You sent: Authorization: Bearer [redacted]"]);
+  });
+
   test("tokens count against the project's tokens-per-day limit: past it a fire gets 429 and is audited", async () => {
     await using world = await startWorld();
     await using openai = startFakeOpenAi({ apiKey: API_KEY });
