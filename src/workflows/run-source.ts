@@ -26,7 +26,7 @@ export type RunSource =
  * sourceLine({ kind: "schedule", schedule: "0 9 * * *" }) // 'source: schedule "0 9 * * *"'
  */
 export function sourceLine(source: RunSource): string {
-  const q = (value: string) => JSON.stringify(value);
+  const q = quoted;
   switch (source.kind) {
     case "webhook":
       return `source: fire endpoint, webhook trigger ${q(source.triggerId)}`;
@@ -37,4 +37,12 @@ export function sourceLine(source: RunSource): string {
     case "manual":
       return `source: run by hand by ${q(source.email)}`;
   }
+}
+
+/**
+ * `value` as a JSON string with the line breaks JSON leaves bare (U+2028,
+ * U+2029, NEL) escaped too: a model may read any of them as a new line.
+ */
+function quoted(value: string): string {
+  return JSON.stringify(value).replace(/[\u0085\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
