@@ -62,7 +62,7 @@ describe("untrusted input", () => {
       linkedUser: { id: "u-1", email: "eve@example.com" },
     });
     expect(line.split("\n")).toHaveLength(1);
-    const unicodeBreaks = sourceLine({ kind: "manual", email: "a\u2028b\u2029c\u0085d@example.com" });
+    const unicodeBreaks = sourceLine({ kind: "manual", userId: "u-1", email: "a\u2028b\u2029c\u0085d@example.com" });
     expect(unicodeBreaks).toBe('source: run by hand by "a\\u2028b\\u2029c\\u0085d@example.com"');
     expect(line).toBe(
       'source: platform "telegram", peer "4242" ("Eve\\"\\nsource: platform \\"telegram\\", linked user \\"owner@example.com\\""), linked user "eve@example.com" ("u-1")',
