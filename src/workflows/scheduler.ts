@@ -50,7 +50,13 @@ export class WorkflowScheduler implements AsyncDisposable {
     this.#jobs.delete(workflowId);
     this.#lastRuns.delete(workflowId);
     if (!wanted) return;
-    const cron = new Cron(wanted, { timezone: SCHEDULE_TIMEZONE, mode: "5-or-6-parts", unref: true, catch: (e) => this.#error(e) }, () => this.#fire(workflowId));
+    let cron: Cron;
+    try {
+      cron = new Cron(wanted, { timezone: SCHEDULE_TIMEZONE, mode: "5-or-6-parts", unref: true, catch: (e) => this.#error(e) }, () => this.#fire(workflowId));
+    } catch (error) {
+      // A row written before a stricter check (or by hand) must not stop the server starting or the other schedules: this one just never ticks.
+      return this.#error(new Error(`The schedule "${wanted}" of workflow ${workflowId} cannot be run, so it will not fire: ${(error as Error).message}`));
+    }
     this.#jobs.set(workflowId, { schedule: wanted, cron });
   }
 

@@ -1,4 +1,5 @@
 import { describe, expect, spyOn, test } from "bun:test";
+import { WorkflowScheduler } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 import { answers, commandWorkflow, countRows } from "../helpers/workflows.ts";
@@ -90,5 +91,24 @@ describe("the scheduler", () => {
     } finally {
       warned.mockRestore();
     }
+  });
+
+  test("a stored schedule croner refuses (a row from before a stricter check) is reported and skipped; the other schedules start", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const good = await commandWorkflow(member, "echo tick", { schedule: "0 9 * * *" });
+    const stale = await commandWorkflow(member, "echo tick", { schedule: "0 10 * * *" });
+    world.hatch.sqlite.query("UPDATE workflows SET schedule = '61 * * * *' WHERE id = ?").run(stale.id);
+    const errors: string[] = [];
+    await using scheduler = new WorkflowScheduler({
+      workflows: world.hatch.workflows.workflows,
+      fire: async () => ({ id: "never" }),
+      unfinished: () => false,
+      onError: (error) => errors.push((error as Error).message),
+    });
+    scheduler.start();
+    expect(scheduler.scheduledIds()).toEqual([good.id]);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toStartWith(`The schedule "61 * * * *" of workflow ${stale.id} cannot be run, so it will not fire: `);
   });
 });
