@@ -78,7 +78,7 @@ export async function createScratchDir(base: string): Promise<ScratchDir> {
  * in it is not touched (the removal would delete the mounted data): it fails,
  * naming the mount, and stays for the operator.
  */
-async function removeTree(path: string): Promise<void> {
+export async function removeTree(path: string): Promise<void> {
   const mounts = await mountsAtOrBelow(path);
   if (mounts.length > 0) throw new Error(`Cannot remove ${path}: ${mounts.join(", ")} is mounted inside it; unmount it, and the next start removes the rest`);
   try {

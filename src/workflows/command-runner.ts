@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp } from "node:fs/promises";
 import { join } from "node:path";
-import { killMarkedProcesses } from "../pty/index.ts";
+import { killMarkedProcesses, removeTree } from "../pty/index.ts";
 import { CommandOutput } from "./command-output.ts";
 import { renderDocument } from "./prompt.ts";
 import { RunnerFailedError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
@@ -62,8 +62,8 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
       if (outcome.answer) request.emit([{ type: "answer", text: outcome.answer }]);
       return { tokensUsed: 0, stopped: false };
     } finally {
-      // Can take a while (a command that left many files): the turn's outcome was settled above.
-      await rm(scratch, { recursive: true, force: true });
+      // Can take a while (a command that left many files): the turn's outcome was settled above, so a failure is the operator's to hear, not the run's.
+      await removeTree(scratch).catch((error: unknown) => console.error(`hatch: could not remove the scratch dir of run ${request.runId}`, (error as Error).message));
     }
   }
 }

@@ -1,6 +1,6 @@
-import { readdirSync, rmSync } from "node:fs";
+import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { killMarkedProcesses } from "../pty/index.ts";
+import { killMarkedProcesses, removeTree } from "../pty/index.ts";
 import { RUN_SCRATCH_PREFIX } from "./command-runner.ts";
 import { runMark } from "./runner-environment.ts";
 
@@ -17,23 +17,24 @@ export function killRunProcesses(runIds: readonly string[]): Promise<number[]> {
 
 /**
  * Remove the scratch dirs runs of a previous server left in `scratchRoot`
- * (each run's is removed when it ends; a crash skips that). Only for a start,
- * before any run: every run scratch dir then belongs to a stopped run.
+ * (each run's is removed when it ends; a crash skips that). Only for a start, before any run: every run scratch
+ * dir then belongs to a stopped run. A dir with something still mounted in it
+ * stays, logged, so the mounted data is never deleted through it.
  */
-export function removeRunScratch(scratchRoot: string): string[] {
+export async function removeRunScratch(scratchRoot: string): Promise<string[]> {
   const removed: string[] = [];
   let names: string[];
   try {
-    names = readdirSync(scratchRoot);
+    names = await readdir(scratchRoot);
   } catch {
     return removed;
   }
   for (const name of names.filter((n) => n.startsWith(RUN_SCRATCH_PREFIX))) {
     try {
-      rmSync(join(scratchRoot, name), { recursive: true, force: true });
+      await removeTree(join(scratchRoot, name));
       removed.push(name);
     } catch (error) {
-      console.error(`hatch: could not remove a stopped run's scratch dir ${name}`, error);
+      console.error(`hatch: could not remove a stopped run's scratch dir ${name}:`, (error as Error).message);
     }
   }
   return removed;

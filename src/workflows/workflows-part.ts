@@ -140,5 +140,5 @@ async function clearLeftovers(runs: Runs, scratchRoot: string): Promise<void> {
   const interrupted = runs.unfinished().filter((run) => run.status === "running").map((run) => run.id);
   const killed = await killRunProcesses(interrupted);
   if (killed.length > 0) console.warn(`hatch: killed ${killed.length} processes left running by ${interrupted.length} runs of the previous server`);
-  removeRunScratch(scratchRoot);
+  await removeRunScratch(scratchRoot);
 }

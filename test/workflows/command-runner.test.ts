@@ -1,7 +1,7 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { runnerEnvironment, type RunEvent, type RunUpdate } from "../../src/workflows/index.ts";
+import { RUN_SCRATCH_FOLDER, runnerEnvironment, type RunEvent, type RunUpdate } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
 import { answers, commandWorkflow, fire, isAlive, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
@@ -226,5 +226,30 @@ describe("the command runner", () => {
       HATCH_RUN_ID: "run-1",
       HATCH_WORKFLOW_ID: "wf-1",
     });
+  });
+
+  test("a run's scratch removal never deletes what the command mounted in it, and its failure does not fail the finished run", async () => {
+    await using world = await startWorld();
+    const precious = traceDir(world);
+    writeFileSync(join(precious, "keep-me"), "data that lives elsewhere");
+    const member = await memberWithBareRuns(world, await world.project());
+    // A bare run as the service's user (root here) can bind-mount into its scratch dir, as for an NFS export it works on.
+    const workflow = await commandWorkflow(member, `mkdir m && mount --bind ${precious} m && ls m`);
+    const { token } = await issueToken(member.client, workflow.id);
+    const logged: string[] = [];
+    const failed = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
+    try {
+      const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+      expect(existsSync(join(precious, "keep-me"))).toBe(true);
+      expect({ status: run.status, error: run.error, answers: answers(run) }).toEqual({ status: "succeeded", error: null, answers: ["keep-me"] });
+    } finally {
+      failed.mockRestore();
+      const runScratch = join(world.config.dataDir, RUN_SCRATCH_FOLDER);
+      const mounts = Bun.spawnSync(["findmnt", "-rn", "-o", "TARGET"]).stdout.toString().split("\n").filter((t) => t.startsWith(`${runScratch}/`));
+      for (const target of mounts.reverse()) Bun.spawnSync(["umount", "-l", target]);
+    }
+    expect(readFileSync(join(precious, "keep-me"), "utf8")).toBe("data that lives elsewhere");
+    // The scratch dir stays, and the operator is told why.
+    expect(logged.some((line) => line.includes("is mounted inside it"))).toBe(true);
   });
 });

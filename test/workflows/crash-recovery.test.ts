@@ -1,5 +1,5 @@
-import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { describe, expect, spyOn, test } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
@@ -78,4 +78,28 @@ describe("a server that crashed mid-run", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   }, 30_000);
+
+  test("a stopped run's scratch dir with something mounted in it is kept at the next start, and the mounted data with it", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "hatch-crash-"));
+    const precious = mkdtempSync(join(tmpdir(), "hatch-precious-"));
+    writeFileSync(join(precious, "keep-me"), "data that lives elsewhere");
+    const mounted = join(dataDir, RUN_SCRATCH_FOLDER, "run-mounted", "m");
+    mkdirSync(mounted, { recursive: true });
+    mkdirSync(join(dataDir, RUN_SCRATCH_FOLDER, "run-plain", "deep"), { recursive: true });
+    expect(Bun.spawnSync(["mount", "--bind", precious, mounted]).exitCode).toBe(0);
+    const logged: string[] = [];
+    const failed = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
+    try {
+      await using _restarted = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir }));
+      failed.mockRestore();
+      expect(readFileSync(join(precious, "keep-me"), "utf8")).toBe("data that lives elsewhere");
+      expect(readdirSync(join(dataDir, RUN_SCRATCH_FOLDER))).toEqual(["run-mounted"]);
+      expect(logged.some((line) => line.includes("run-mounted") && line.includes("is mounted inside it"))).toBe(true);
+    } finally {
+      failed.mockRestore();
+      Bun.spawnSync(["umount", "-l", mounted]);
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(precious, { recursive: true, force: true });
+    }
+  });
 });
