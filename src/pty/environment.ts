@@ -28,10 +28,13 @@ export const SENSITIVE_ENV_PATTERNS: readonly RegExp[] = [
   /WEBHOOK/,
   /CONNECTION_?STRING/,
   // Word-like markers, only as a whole segment: FOO_KEY, KEY_ID, SMTP_PASS, BASIC_AUTH, NPM_CONFIG__AUTH.
-  /(^|_)(KEYS?|PASS|AUTH|OAUTH\d*|AUTHN|AUTHZ|AUTHORIZATION|COOKIE|SALT|JWT|DSN|CREDS)(_|$)/,
+  // PAT is a personal access token (GITHUB_PAT, AZURE_DEVOPS_EXT_PAT), never PATH.
+  /(^|_)(KEYS?|PASS|AUTH|OAUTH\d*|AUTHN|AUTHZ|AUTHORIZATION|COOKIE|SALT|JWT|DSN|CREDS|PAT)(_|$)/,
+  // A password spelled PWD after a prefix (DB_PWD, MYSQL_PWD); PWD and OLDPWD themselves are the working directory.
+  /._PWD$/,
   // Connection URLs that embed a password.
   /(^|_)(DATABASE|DB|REDIS|MONGO(DB)?|POSTGRES(QL)?|PG|MYSQL|MARIADB|AMQP|RABBITMQ|CLICKHOUSE)_(URL|URI)$/,
-  /^(MYSQL_PWD|PGPASSFILE|PGSERVICEFILE)$/,
+  /^(PGPASSFILE|PGSERVICEFILE)$/,
   // Cloud and platform credentials, whole families.
   /^(AWS|AZURE|GCP|GCLOUD|CLOUDSDK|DIGITALOCEAN|LINODE|VULTR|HCLOUD|SCW|OCI|ALIBABA_CLOUD|ALICLOUD|IBMCLOUD|CLOUDFLARE|VAULT|DOPPLER|OP)_/,
   /^GOOGLE_APPLICATION_CREDENTIALS$/,
@@ -39,7 +42,8 @@ export const SENSITIVE_ENV_PATTERNS: readonly RegExp[] = [
   // Model providers: the platform's own keys must not reach a user's shell.
   /^(OPENAI|ANTHROPIC)_/,
   // Capabilities rather than secrets: an agent socket signs as the operator, IPC handles answer credential prompts.
-  /^(SSH_AUTH_SOCK|GPG_AGENT_INFO|XAUTHORITY)$/,
+  // The session bus reaches the desktop keyring (Secret Service); KRB5CCNAME names a Kerberos ticket cache.
+  /^(SSH_AUTH_SOCK|GPG_AGENT_INFO|XAUTHORITY|DBUS_SESSION_BUS_ADDRESS|KRB5CCNAME)$/,
   /ASKPASS/,
   /^VSCODE_GIT_/,
   // Git config injected through the environment may carry an http.extraHeader with a token.
