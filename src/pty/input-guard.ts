@@ -71,7 +71,7 @@ export const SCREEN_UNREADABLE = "the screen could not be read in time to check 
 /** Longest line held for screening; a longer one is refused rather than checked in part. */
 export const MAX_LINE_CHARS = 256 * 1024;
 /**
- * Longest continued prefix (a trailing backslash, `|`, `&&` or `||`) carried into the next line. Each line
+ * Longest continued prefix (a trailing backslash, `|`, `&&` or `||`, an open quote) carried into the next line. Each line
  * re-checks the whole prefix, so the cap keeps a stream of short continued
  * lines from costing quadratic time; past it lines are refused until Ctrl+C.
  */
@@ -355,8 +355,14 @@ export class InputGuard {
     this.#reset({ clearContinuation: true });
     // "rm -rf \" then "/" is one command to the shell: keep the prefix for the next line.
     if (backslashes % 2 === 1) this.#continued = typed.slice(0, -1);
-    // So is "env |" then "grep -i token": the shell asks for the rest of the pipeline.
-    else if (parseShellLine(typed).endsInOperator) this.#continued = typed + "\n";
+    else {
+      // So is "env |" then "grep -i token": the shell asks for the rest of the pipeline; and
+      // 'echo "' then '"; rm -rf /': a quote left open takes the newline and the next line into the same word.
+      // Not under a full-screen program: an editor's prose is full of apostrophes that no later line closes.
+      // Not under a full-screen program: an editor's prose is full of apostrophes that no later line closes.
+      const { endsInOperator, endsOpen } = parseShellLine(typed);
+      if (endsInOperator || (endsOpen && !this.#options.fullScreen?.())) this.#continued = typed + "\n";
+    }
     return undefined;
   }
 

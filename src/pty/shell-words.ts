@@ -23,6 +23,8 @@ export interface ParsedLine {
   substitutions: string[];
   /** The line ends in `|`, `|&`, `&&` or `||` (a comment after it aside): the shell reads the next line as the rest of the list. */
   endsInOperator: boolean;
+  /** The line ends inside a quote, `$'…'`, `` `…` ``, `$(…)` or `${…}`: the shell reads the next line as more of it. */
+  endsOpen: boolean;
 }
 
 /**
@@ -66,6 +68,8 @@ class Scanner {
   #i = 0;
   /** Control-operator characters since the last word, quote or redirection: `&&` at the end leaves "&&". */
   #operator = "";
+  /** A quote or substitution ran off the end of the line. */
+  #open = false;
 
   constructor(readonly line: string) {}
 
@@ -94,7 +98,7 @@ class Scanner {
     }
     this.#endCommand();
     const endsInOperator = CONTINUING_OPERATORS.has(this.#operator);
-    return { commands: this.commands, substitutions: this.substitutions, endsInOperator };
+    return { commands: this.commands, substitutions: this.substitutions, endsInOperator, endsOpen: this.#open };
   }
 
   #plain(c: string): void {
@@ -131,6 +135,7 @@ class Scanner {
 
   #singleQuoted(): void {
     const end = this.line.indexOf("'", this.#i + 1);
+    if (end === -1) this.#open = true;
     const stop = end === -1 ? this.line.length : end;
     this.#append(this.line.slice(this.#i + 1, stop));
     this.#i = stop + 1;
@@ -150,6 +155,7 @@ class Scanner {
         this.#i++;
       }
     }
+    if (this.#i >= line.length) this.#open = true;
     this.#i++;
   }
 
@@ -165,6 +171,7 @@ class Scanner {
     }
     if (next === "{") {
       const end = line.indexOf("}", this.#i + 2);
+      if (end === -1) this.#open = true;
       const stop = end === -1 ? line.length : end + 1;
       const inner = line.slice(this.#i + 2, stop - 1).replace(/^[!#]/, "");
       const name = NAME.exec(inner)?.[0];
@@ -199,6 +206,7 @@ class Scanner {
       if (!cut) text += decoded;
       i += 1 + (escape ? escape[0].length : 1);
     }
+    if (i >= line.length) this.#open = true;
     this.#append(text);
     this.#i = i + 1;
   }
@@ -206,6 +214,7 @@ class Scanner {
   #backtick(): void {
     let end = this.#i + 1;
     while (end < this.line.length && this.line[end] !== "`") end += this.line[end] === "\\" ? 2 : 1;
+    if (end >= this.line.length) this.#open = true;
     this.substitutions.push(this.line.slice(this.#i + 1, end));
     this.#append("");
     this.#i = end + 1;
@@ -225,6 +234,7 @@ class Scanner {
       } else if (c === "(") depth++;
       else if (c === ")") depth--;
     }
+    if (depth > 0) this.#open = true;
     this.substitutions.push(line.slice(start, depth === 0 ? i - 1 : i));
     this.#append("");
     this.#i = i;

@@ -90,10 +90,21 @@ describe("plain typing", () => {
     }
   });
 
+  test("a line ending inside a quote or substitution is checked joined to the next: the shell reads on into the same word", async () => {
+    for (const [first, second] of [['echo "', '"; rm -rf /'], ["echo '", "'; rm -rf /"], ["echo $'", "'; rm -rf /"], ["x=$(true", "); rm -rf /"], ["x=`true", "`; rm -rf /"]]) {
+      const h = harness();
+      await h.guard.push(`${first}\r`);
+      await h.guard.push(`${second}\r`);
+      expect(h.pty()).toBe(`${first}\r${second}${LINE_KILL}`);
+      expect(h.blocked).toEqual([{ reason: "recursive delete of /", line: `${first}\n${second}` }]);
+    }
+  });
+
   test("a finished line (a quoted or trailing-& operator) is not joined to the next", async () => {
     const h = harness();
     await h.guard.push("env 'x |'\r");
     await h.guard.push("sleep 1 &\r");
+    await h.guard.push(`echo "it's" # don't\r`);
     await h.guard.push("grep -i token file\r");
     expect(h.blocked).toEqual([]);
   });
@@ -347,6 +358,15 @@ test("under a full-screen program the screen line is an editor's text: only what
   expect(h.settledCalls()).toBe(0);
   await h.guard.push("reboot\r");
   expect(h.blocked.map((b) => b.reason)).toEqual(["reboot of the machine"]);
+});
+
+test("under a full-screen program a line left inside a quote (prose's apostrophes) is not carried into the next", async () => {
+  const h = harness({ fullScreen: () => true });
+  // One apostrophe opens a quote; lines of two each never close it.
+  await h.guard.push("I don't know.\r");
+  for (let i = 0; i <= MAX_CONTINUED_CHARS / 1024; i++) await h.guard.push("It's what we'd do. ".repeat(53) + "\r");
+  await h.guard.push("ls\r");
+  expect(h.blocked).toEqual([]);
 });
 
 test("an endless backslash continuation is refused once too long, until Ctrl+C starts afresh", async () => {

@@ -40,6 +40,12 @@ describe("parseShellLine", () => {
     expect(parseShellLine(`$"$TOKEN"`).commands[0]!.expansions).toEqual(["TOKEN"]);
   });
 
+  test("a line ending inside a quote or substitution is marked open; a quote in a comment or a closed one is not", () => {
+    const open = (line: string) => parseShellLine(line).endsOpen;
+    expect(['echo "', "echo 'a", "echo $'a", 'echo "a\\', "x=$(ls", "x=`ls", "echo ${HOME", 'echo "$(ls"'].map(open)).toEqual([true, true, true, true, true, true, true, true]);
+    expect(["echo \"a\"", "echo 'a'", "echo $'a\\''", "x=$(ls)", "echo ok # it's", "echo \\'", "echo ${HOME}"].map(open)).toEqual([false, false, false, false, false, false, false]);
+  });
+
   test("here-strings, fd duplications and &> are redirections", () => {
     const { commands } = parseShellLine("cat <<< $X 2>&1 &>log");
     expect(commands[0]!.redirects).toEqual([
