@@ -1,5 +1,6 @@
 import { Blocklist, type BlocklistOptions, type LineVerdict } from "./blocklist.ts";
 import type { CursorLine } from "../screen/index.ts";
+import { ByteLine } from "./byte-line.ts";
 import { parseShellLine } from "./shell-words.ts";
 
 /**
@@ -102,6 +103,8 @@ export class InputGuard {
   readonly #echoWaitMs: number;
   readonly #screenReadLimitMs: number;
   #buffer = "";
+  /** The same line as readline edits it outside a UTF-8 locale, where Backspace takes a byte. */
+  readonly #bytes = new ByteLine();
   #continued = "";
   #edited = false;
   #overflow = false;
@@ -226,17 +229,30 @@ export class InputGuard {
     // Inside a paste the shell inserts every other character literally.
     else if (this.#inPaste) this.#append(c);
     else if (c === "\x7f" || c === "\x08") {
-      // After a combining mark (or ZWJ, a variation selector) readline in a UTF-8 locale erases the whole
-      // character; in another locale it erases a byte, leaving a stray one: the screen is checked too.
-      if (ZERO_WIDTH_LAST.test(this.#buffer)) this.#edited = true;
+      // Past ASCII the guard cannot know what one Backspace takes: readline in a UTF-8 locale erases a whole
+      // character (with its combining marks), in another (the C locale of an image without LANG) one byte of
+      // it, and a lone surrogate reaches it as U+FFFD. The screen says which.
+      if (NON_ASCII_LAST.test(this.#buffer)) this.#edited = true;
       this.#buffer = dropLastCharacter(this.#buffer);
+      this.#bytes.eraseByte();
     }
-    else if (c === "\x15") this.#buffer = "";
-    else if (c === "\x17") this.#buffer = withoutLastWord(this.#buffer);
+    else if (c === "\x15") {
+      this.#buffer = "";
+      this.#bytes.clear();
+    }
+    else if (c === "\x17") {
+      this.#buffer = withoutLastWord(this.#buffer);
+      this.#bytes.replaceWith(withoutLastWord);
+    }
     else if (c === "\x03") this.#reset({ clearContinuation: true });
     // Tab, Ctrl+R, Ctrl+P, Ctrl+Y...: the shell's line now differs from what was typed.
     else if (c < " ") this.#edited = true;
-    else this.#append(c);
+    else {
+      // Outside a UTF-8 locale readline reads a byte past ASCII as Meta plus a key (é is M-C M-)), a command
+      // rather than text, so the line is not what was typed: the screen says what it is.
+      if (c > "\x7f") this.#edited = true;
+      this.#append(c);
+    }
     return undefined;
   }
 
@@ -268,7 +284,10 @@ export class InputGuard {
 
   #append(c: string): void {
     if (this.#buffer.length >= MAX_LINE_CHARS) this.#overflow = true;
-    else this.#buffer += c;
+    else {
+      this.#buffer += c;
+      this.#bytes.append(c);
+    }
   }
 
   /** A line is complete: check it, then forward `terminator` or wipe the line. */
@@ -302,6 +321,9 @@ export class InputGuard {
     // After a line ending in a backslash the shell may read this one as its continuation, or (the backslash
     // was in a comment or in single quotes) on its own: check both.
     const lines = this.#continued === "" ? [typed] : [typed, this.#buffer];
+    // Outside a UTF-8 locale readline's Backspace took bytes, not characters: check that line too.
+    const bytes = this.#bytes.reading();
+    if (bytes !== null) lines.push(...(this.#continued === "" ? [bytes] : [this.#continued + bytes, bytes]));
     // A paste carries line-edit keys literally, but a reader without readline (dash, bash --noediting)
     // gets them in cooked mode, where the tty applies them: check the line as both would read it.
     const readings = [...new Set(lines.flatMap((line) => [line, applyLineEdits(line)]))];
@@ -368,6 +390,7 @@ export class InputGuard {
 
   #reset({ clearContinuation }: { clearContinuation: boolean }): void {
     this.#buffer = "";
+    this.#bytes.clear();
     this.#edited = false;
     this.#overflow = false;
     if (clearContinuation) this.#continued = "";
@@ -435,6 +458,8 @@ function withoutLastWord(text: string): string {
 
 /** A line ending in a code point that joins the character before it, which readline erases with it. */
 const ZERO_WIDTH_LAST = /[\p{M}\u200d\ufe00-\ufe0f]$/u;
+/** A line ending past ASCII (a lone surrogate included). */
+const NON_ASCII_LAST = /[^\x00-\x7f]$/;
 
 /** Backspace as readline does it: the last character with the zero-width code points after it. */
 function dropLastCharacter(text: string): string {
@@ -445,7 +470,10 @@ function dropLastCharacter(text: string): string {
 
 function dropLastCodePoint(text: string): string {
   const last = text.charCodeAt(text.length - 1);
-  return text.slice(0, last >= 0xdc00 && last <= 0xdfff ? -2 : -1);
+  const before = text.charCodeAt(text.length - 2);
+  // A lone low surrogate is one character (U+FFFD on its way to the PTY), not half of the one before it.
+  const pair = last >= 0xdc00 && last <= 0xdfff && before >= 0xd800 && before <= 0xdbff;
+  return text.slice(0, pair ? -2 : -1);
 }
 
 /** The value of `promise`, or null if it fails or takes longer than `ms`. */

@@ -72,6 +72,27 @@ describe("plain typing", () => {
     expect(h.settledCalls()).toBe(0);
   });
 
+  test("a typed character past ASCII sends the line to the screen: outside a UTF-8 locale readline may take its bytes as Meta keys", async () => {
+    const h = harness();
+    // é is M-C M-) to such a readline: nothing is inserted, and the Backspace takes the x.
+    h.screen.line = "$ cat /etc/shadow";
+    await h.guard.push("cat /etc/shadx\u00e9\x7fow\r");
+    expect(h.settledCalls()).toBe(1);
+    expect(h.blocked.map((b) => b.reason)).toEqual(["access to the password hashes (/etc/shadow)"]);
+  });
+
+  test("Backspace after a character past ASCII is read both ways: a character (UTF-8 locales) and a byte (the C locale)", async () => {
+    const h = harness();
+    // The screen decodes UTF-8 and shows neither reading: only the byte reading is "/etc/shadow".
+    h.screen.line = "$ cat /etc/shaow";
+    await h.guard.push("cat /etc/shad\u00e9\x7f\x7fow\r");
+    expect(h.blocked).toEqual([{ reason: "access to the password hashes (/etc/shadow)", line: "cat /etc/shadow" }]);
+    // A lone low surrogate reaches the PTY as U+FFFD, one character: Backspace takes it alone, not the "/" before it.
+    h.screen.line = "$ rm -rf /usr";
+    await h.guard.push("rm -rf /\udc00\x7fusr\r");
+    expect(h.blocked.map((b) => b.line).at(-1)).toBe("rm -rf /usr");
+  });
+
   test("a line continued with a backslash is checked as the one command the shell sees", async () => {
     const h = harness();
     await h.guard.push("rm -rf \\\r");

@@ -302,6 +302,20 @@ describe("line-buffered input screening", () => {
     await expectBlockedNeverRan(terminal, marker);
   });
 
+  test("in the C locale (an image without LANG) Backspace erases a byte of é, not the character: that reading is checked too", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "c", env: { LANG: "C", LC_ALL: "C" } });
+    const terminal = await attached(world, owner, "c");
+    const marker = join(world.tempDir("marker"), "c-locale-ran");
+    // Debian's /etc/inputrc: 8-bit bytes are inserted as they are, not read as Meta keys.
+    await runAndSee(terminal, "bind 'set input-meta on'; bind 'set convert-meta off'; echo ready-$((1+1))", "ready-2");
+    // é is two bytes; each Backspace takes one, so the shell's line is "…/etc/shadow" (the screen, decoding UTF-8, shows "…/etc/shaow"), while the typed
+    // characters, edited a character at a time, read "…/etc/shaow".
+    terminal.type(`touch ${marker}; cat /etc/shad\u00e9\x7f\x7fow > /dev/null\r`);
+    await expectBlockedNeverRan(terminal, marker);
+  });
+
   test("a paste carrying Ctrl+V (the tty's literal-next) is screened as a shell without line editing reads it", async () => {
     await using world = await startWorld();
     const { terminal } = await ownerAtContainerRoot(world);
