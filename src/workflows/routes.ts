@@ -56,6 +56,13 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
   const { platform, part } = options;
   const audit = (caller: ProjectCaller, action: string, target: string, detail?: Record<string, unknown>) =>
     platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
+  // Workflows whose DELETE waits for their runs to stop. Archived first so no fire is taken; an edit
+  // meanwhile (status active, an accepted template upgrade) would let one in that runs after the row is gone.
+  const deleting = new Set<string>();
+  const notBeingDeleted = (workflow: Workflow) => {
+    if (deleting.has(workflow.id)) throw conflict("workflow_deleting", `Cannot change workflow "${workflow.name}": it is being deleted`);
+    return workflow;
+  };
 
   return new Elysia({ name: "workflow-routes", prefix: "/api/workflows" })
     .derive(async ({ request }) => ({ caller: await workflowCaller(platform, sessionTokenOf(request.headers.get("cookie"))) }))
@@ -118,7 +125,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
     .patch(
       "/:id",
       ({ params, body, caller }) => {
-        const workflow = manageableWorkflow(part, caller, params.id);
+        const workflow = notBeingDeleted(manageableWorkflow(part, caller, params.id));
         // Pausing an outdated install, then activating it, would skip the upgrade: only archiving leaves it without one.
         if (body.status && body.status !== "archived" && pendingTemplateUpgrade(workflow)) {
           throw conflict("template_upgrade_required", `Cannot make workflow "${workflow.name}" ${body.status}: accept its template upgrade first (or archive it)`);
@@ -143,17 +150,22 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       },
     )
     .delete("/:id", async ({ params, caller }) => {
-      const workflow = manageableWorkflow(part, caller, params.id);
+      const workflow = notBeingDeleted(manageableWorkflow(part, caller, params.id));
       if (part.triggers.list(workflow.id).some((tr) => tr.kind === "message")) {
         throw conflict("workflow_bound", `Cannot delete workflow "${workflow.name}": a channel binding fires it; delete the binding first`);
       }
       // Stop new fires (409, not active) and scheduled ones before stopping the runs: stopping can take a while,
       // and a fire accepted meanwhile would run on after its workflow and its run row were gone.
-      part.workflows.update(workflow.id, { status: "archived" });
-      part.changed(workflow.id);
-      await part.engine.cancelAll(workflow.id);
-      part.limits.deleteKeepingUsage(workflow.id, () => part.workflows.delete(workflow.id));
-      part.changed(workflow.id);
+      deleting.add(workflow.id);
+      try {
+        part.workflows.update(workflow.id, { status: "archived" });
+        part.changed(workflow.id);
+        await part.engine.cancelAll(workflow.id);
+        part.limits.deleteKeepingUsage(workflow.id, () => part.workflows.delete(workflow.id));
+        part.changed(workflow.id);
+      } finally {
+        deleting.delete(workflow.id);
+      }
       audit(caller, "workflow.delete", workflow.id, { name: workflow.name });
       return { ok: true };
     })
@@ -167,7 +179,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       return workflowView(part, updated);
     })
     .post("/:id/upgrade-template", ({ params, caller }) => {
-      const workflow = manageableWorkflow(part, caller, params.id);
+      const workflow = notBeingDeleted(manageableWorkflow(part, caller, params.id));
       const template = pendingTemplateUpgrade(workflow);
       if (!template) throw conflict("no_template_upgrade", `Cannot upgrade workflow "${workflow.name}": it is not awaiting a template upgrade`);
       const upgraded = part.workflows.upgradeTemplate(workflow.id, template);

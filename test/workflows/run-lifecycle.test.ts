@@ -97,7 +97,7 @@ describe("the life of a run", () => {
     expect(run).toMatchObject({ status: "cancelled", cancelled: "workflow-not-active", error: "The workflow was paused when this run's turn came", startedAt: null });
   });
 
-  test("a fire that arrives while a delete stops the workflow's runs never runs after the workflow is gone", async () => {
+  test("a fire that arrives while a delete stops the workflow's runs never runs after the workflow is gone, nor can an edit reopen it meanwhile", async () => {
     await using world = await startWorld();
     const member = await memberWithBareRuns(world, await world.project());
     const dir = traceDir(world);
@@ -110,6 +110,10 @@ describe("the life of a run", () => {
     const deleting = member.client.delete(`/api/workflows/${workflow.id}`);
     // The delete archives the workflow first, then waits for the slow run to stop (over a second): fire in between.
     await waitFor(async () => (await member.client.get(`/api/workflows/${workflow.id}`)).body.status === "archived", "the delete to archive the workflow");
+    // Someone (another tab, another admin) makes it active again meanwhile: refused, or its fires would be taken.
+    const reactivated = await member.client.patch(`/api/workflows/${workflow.id}`, { status: "active" });
+    expect({ status: reactivated.status, code: reactivated.body.error?.code }).toEqual({ status: 409, code: "workflow_deleting" });
+    expect((await member.client.delete(`/api/workflows/${workflow.id}`)).body.error?.code).toBe("workflow_deleting");
     const late = await fire(world, workflow.id, token, { text: "late" });
     expect((await deleting).status).toBe(200);
     // Refused as not active once the delete began; had it come first, the delete would have cancelled it.
