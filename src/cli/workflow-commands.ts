@@ -7,7 +7,7 @@ import {
   MIN_TIMEOUT_SECONDS,
   requireRunnableCreator,
   WORKFLOW_MODES,
-  type Run,
+  type ListedRun,
   type Workflow,
   type WorkflowMode,
 } from "../workflows/index.ts";
@@ -37,10 +37,10 @@ function timeout(values: Record<string, string | boolean | undefined>): number |
 }
 
 /** One run as a line: number, status, trigger, then its answers (and later background results) or its error. */
-function runLine(run: Run): string {
+function runLine(run: ListedRun): string {
   const answers = run.events
     .filter((e) => e.type === "answer" || e.type === "background")
-    .map((e) => (e.type === "background" ? `background: ${JSON.stringify(e.text)}` : JSON.stringify(e.text)));
+    .map((e) => (e.type === "background" ? "background: " : "") + JSON.stringify(e.text) + (e.truncated ? "…" : ""));
   const outcome = run.status === "failed" ? `error: ${run.error}` : run.cancelled ? `cancelled ${run.cancelled}` : answers.join(" ");
   return `#${run.number} ${run.status} (${run.trigger.kind}) ${run.id}${outcome ? `  ${outcome}` : ""}`;
 }
@@ -153,6 +153,6 @@ export const workflowCommands: Command[] = [
       const workflow = requireWorkflow(platform, str(v, "workflow"));
       return stores(platform).runs.list(workflow.id, { limit });
     },
-    human: (r) => (r as Run[]).map(runLine).join("\n") || "(no runs)",
+    human: (r) => (r as ListedRun[]).map(runLine).join("\n") || "(no runs)",
   },
 ];

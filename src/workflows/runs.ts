@@ -43,6 +43,22 @@ export interface Run {
   events: StoredRunEvent[];
 }
 
+/**
+ * A run as a list shows it: its last LISTED_EVENTS_PER_RUN events, each text
+ * cut at LISTED_EVENT_TEXT_CHARS (marked `truncated`), and how many it holds.
+ * A run may hold 1,000 events and 1 MiB of answer, and a page 200 runs: whole,
+ * one page could cost the server hundreds of megabytes. `get` has the rest.
+ */
+export interface ListedRun extends Omit<Run, "events"> {
+  events: (StoredRunEvent & { truncated?: true })[];
+  eventCount: number;
+}
+
+/** Events each run of a list carries: the last ones, where its answers are. */
+export const LISTED_EVENTS_PER_RUN = 5;
+/** Characters of each event's text a list carries. */
+export const LISTED_EVENT_TEXT_CHARS = 1000;
+
 /** What a new run records. */
 export interface NewRun {
   workflow: Pick<Workflow, "id" | "projectId" | "mode">;
@@ -172,13 +188,16 @@ export class Runs {
     return run;
   }
 
-  /** A workflow's runs, newest first, with their events. */
-  list(workflowId: string, options: { limit?: number; status?: RunStatus } = {}): Run[] {
+  /** A workflow's runs, newest first, each with the end of its events (see ListedRun). */
+  list(workflowId: string, options: { limit?: number; status?: RunStatus } = {}): ListedRun[] {
     const where: SQL[] = [eq(workflowRuns.workflowId, workflowId)];
     if (options.status) where.push(eq(workflowRuns.status, options.status));
     const rows = this.db.select().from(workflowRuns).where(and(...where)).orderBy(desc(workflowRuns.number)).limit(options.limit ?? 50).all();
-    const events = this.#events(rows.map((r) => r.id));
-    return rows.map((row) => toRun(row, events.get(row.id) ?? []));
+    const previews = this.#eventPreviews(rows.map((r) => r.id));
+    return rows.map((row) => {
+      const preview = previews.get(row.id);
+      return { ...toRun(row, preview?.events ?? []), eventCount: preview?.count ?? 0 };
+    });
   }
 
   /** Runs not finished, oldest first: what a restarted server picks up (a scan, once per start: no status index slows every fire). */
@@ -243,6 +262,30 @@ export class Runs {
 
   #set(runId: string, set: Partial<Row>): void {
     this.db.update(workflowRuns).set(set).where(eq(workflowRuns.id, runId)).run();
+  }
+
+  /** Per run, its last events with their texts cut short, read in SQL so the whole texts never reach this process. */
+  #eventPreviews(runIds: string[]): Map<string, { events: ListedRun["events"]; count: number }> {
+    const byRun = new Map<string, { events: ListedRun["events"]; count: number }>();
+    if (runIds.length === 0) return byRun;
+    const ids = sql.join(runIds.map((id) => sql`${id}`), sql`, `);
+    // The window runs over (run_id, seq) alone: sorting whole rows would hold every text in SQLite's sorter.
+    const rows = this.db.all<{ runId: string; seq: number; type: StoredRunEvent["type"]; text: string; length: number; at: number; count: number }>(sql`
+      SELECT e.run_id AS runId, e.seq, e.type, substr(e.text, 1, ${LISTED_EVENT_TEXT_CHARS}) AS text, length(e.text) AS length, e.at, last.count
+      FROM workflow_run_events e
+      JOIN (
+        SELECT run_id, seq, count FROM (
+          SELECT run_id, seq, count(*) OVER (PARTITION BY run_id) AS count, row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) AS fromEnd
+          FROM workflow_run_events WHERE run_id IN (${ids})
+        ) WHERE fromEnd <= ${LISTED_EVENTS_PER_RUN}
+      ) last ON last.run_id = e.run_id AND last.seq = e.seq
+      ORDER BY e.run_id, e.seq`);
+    for (const { runId, length, count, ...event } of rows) {
+      const preview = byRun.get(runId) ?? { events: [], count };
+      preview.events.push(length > LISTED_EVENT_TEXT_CHARS ? { ...event, truncated: true } : event);
+      byRun.set(runId, preview);
+    }
+    return byRun;
   }
 
   #events(runIds: string[]): Map<string, StoredRunEvent[]> {
