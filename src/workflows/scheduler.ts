@@ -48,7 +48,8 @@ export class WorkflowScheduler implements AsyncDisposable {
     if (current?.schedule === wanted) return;
     current?.cron.stop();
     this.#jobs.delete(workflowId);
-    this.#lastRuns.delete(workflowId);
+    // The last run outlives an edit of the schedule or a pause: the new job must wait for it too.
+    if (!workflow) this.#lastRuns.delete(workflowId);
     if (!wanted) return;
     let cron: Cron;
     try {
@@ -84,8 +85,8 @@ export class WorkflowScheduler implements AsyncDisposable {
     }
     this.options.fire(workflow).then(
       (run) => {
-        // Not after a sync dropped the job meanwhile (paused, deleted): its next job starts with a clean slate.
-        if (this.#jobs.has(workflowId)) this.#lastRuns.set(workflowId, { runId: run.id, skipping: false });
+        // Even when a sync replaced or dropped the job meanwhile (edited, paused): whatever job comes next waits for this run.
+        if (!this.#stopped && this.options.workflows.get(workflowId)) this.#lastRuns.set(workflowId, { runId: run.id, skipping: false });
       },
       (error: unknown) => {
         // A paused workflow or a spent budget refuses; the engine already audited a spend refusal and logged a run it could not record.

@@ -93,6 +93,34 @@ describe("the scheduler", () => {
     }
   });
 
+  test("editing the schedule, or pausing and resuming, while a scheduled run works does not start a second scheduled run beside it", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    // Another workflow on the same schedule is the clock that shows the ticks came.
+    const clock = await commandWorkflow(member, "echo tick", { schedule: EVERY_SECOND, mode: "fresh" });
+    const ticks = async () => (await member.client.get(`/api/workflows/${clock.id}/runs?status=succeeded`)).body.runs.length as number;
+    const threeMoreTicks = async () => {
+      const seen = await ticks();
+      await waitFor(async () => (await ticks()) >= seen + 3, "three more ticks");
+    };
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const slow = await commandWorkflow(member, "sleep 300", { schedule: EVERY_SECOND, mode: "fresh" });
+      const unfinished = async () =>
+        ((await member.client.get(`/api/workflows/${slow.id}/runs`)).body.runs as { status: string }[]).filter((r) => ["queued", "waiting-retry", "running"].includes(r.status)).length;
+      await waitFor(async () => (await unfinished()) === 1, "the first scheduled run to start");
+      expect((await member.client.patch(`/api/workflows/${slow.id}`, { schedule: "*/2 * * * * *" })).status).toBe(200);
+      await threeMoreTicks();
+      const afterEdit = await unfinished();
+      await member.client.patch(`/api/workflows/${slow.id}`, { status: "paused" });
+      await member.client.patch(`/api/workflows/${slow.id}`, { status: "active" });
+      await threeMoreTicks();
+      expect({ afterEdit, afterResume: await unfinished() }).toEqual({ afterEdit: 1, afterResume: 1 });
+    } finally {
+      warned.mockRestore();
+    }
+  });
+
   test("a stored schedule croner refuses (a row from before a stricter check) is reported and skipped; the other schedules start", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
