@@ -13,13 +13,23 @@ const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
  * its fire text): printed raw, they would drive the operator's terminal.
  */
 export function printableText(text: string): string {
-  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`);
+  return text
+    .replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+    .replace(REORDERING, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
 }
 
 /**
- * JSON for the operator's terminal: JSON.stringify escapes C0 but not C1 or
- * DEL, so those are escaped too (`\u009b`), and the JSON means the same.
+ * Unicode line separators and bidirectional embedding, override and isolate
+ * controls: U+202E prints the rest of a line backwards, so a name can hide
+ * or fake what follows it in a listing.
+ */
+const REORDERING = /[\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * JSON for the operator's terminal: JSON.stringify escapes C0 but not C1,
+ * DEL or the reordering characters, so those are escaped too (`\u009b`,
+ * `\u202e`), and the JSON means the same.
  */
 export function printableJson(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(/[\x7f-\x9f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return JSON.stringify(value, null, indent).replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }

@@ -5,6 +5,7 @@ import type { AccessChanges } from "./access-changes.ts";
 import { badRequest, conflict, notFound } from "./errors.ts";
 import { BUILTIN_ROLES, DEFAULT_GRANTS } from "./features.ts";
 import { newId } from "./ids.ts";
+import { isOneLineText } from "./one-line-text.ts";
 
 /** A project as the API shows it. */
 export interface Project {
@@ -44,6 +45,7 @@ export class Projects {
   create(slug: string, name: string, ownerUserId: string): Project {
     if (!SLUG.test(slug)) throw badRequest("invalid_slug", `Cannot create project: "${slug}" is not a valid slug (a-z, 0-9, -)`);
     if (!name.trim()) throw badRequest("invalid_name", "Cannot create project: the name is empty");
+    if (!isOneLineText(name)) throw badRequest("invalid_name", "Cannot create project: the name must be one line, without control or bidirectional-override characters");
     if (this.bySlug(slug)) throw conflict("project_exists", `Cannot create project: "${slug}" already exists`);
     const project = { id: newId(), slug, name: name.trim(), createdAt: Date.now() };
     this.db.transaction((tx) => {

@@ -2,7 +2,7 @@ import { and, eq, sql } from "drizzle-orm";
 import { realpathSync } from "node:fs";
 import { isAbsolute, resolve } from "node:path";
 import { sourceRules, sources, type Db } from "../db/index.ts";
-import { badRequest, conflict, newId, notFound, type AccessChanges } from "../platform/index.ts";
+import { badRequest, conflict, isOneLineText, newId, notFound, type AccessChanges } from "../platform/index.ts";
 import { parsePerms } from "./permissions.ts";
 import { normalizeSubpath, type PolicyRule } from "./policy.ts";
 
@@ -81,6 +81,9 @@ export class SourceStore {
       throw badRequest("invalid_root", `Cannot add source "${input.slug}": a ${input.kind} source needs an absolute root path`);
     }
     if (input.root?.includes("\0")) throw badRequest("invalid_root", `Cannot add source "${input.slug}": the root holds a NUL byte, which no path can`);
+    if (input.label !== undefined && !isOneLineText(input.label)) {
+      throw badRequest("invalid_label", `Cannot add source "${input.slug}": the label must be one line, without control or bidirectional-override characters`);
+    }
     if (input.kind === "local" && input.root) refuseLinkedRoot(input.slug, input.root);
     if (this.bySlug(projectId, input.slug)) throw conflict("source_exists", `Cannot add source: "${input.slug}" already exists`);
     const source: Source = {

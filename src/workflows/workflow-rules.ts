@@ -1,5 +1,5 @@
 import { Cron } from "croner";
-import { badRequest } from "../platform/index.ts";
+import { badRequest, isOneLineText } from "../platform/index.ts";
 import { MANUAL_SCHEDULE, SCHEDULE_TIMEZONE, type RunnerSettings } from "./workflow.ts";
 
 /** Longest workflow name: it is a label on a card, not a description. */
@@ -19,12 +19,13 @@ export const DEFAULT_OPENAI_TIMEOUT_SECONDS = 60;
 
 const SECRET_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 
-/** A trimmed, non-empty name of at most MAX_NAME_LENGTH characters, or 400. */
+/** A trimmed, non-empty, one-line name of at most MAX_NAME_LENGTH characters, or 400. */
 export function checkName(name: string): string {
   const trimmed = name.trim();
   if (!trimmed || trimmed.length > MAX_NAME_LENGTH) {
     throw badRequest("invalid_name", `Cannot save workflow: the name must be 1 to ${MAX_NAME_LENGTH} characters`);
   }
+  if (!isOneLineText(trimmed)) throw badRequest("invalid_name", "Cannot save workflow: the name must be one line, without control or bidirectional-override characters");
   return trimmed;
 }
 

@@ -23,6 +23,8 @@ describe("the hatch CLI", () => {
     const project = await hatchCli(dir, ["admin", "project", "add", "--slug", "demo", "--name", "Demo", "--owner", "owner@example.com", "--json"]);
     expect(project.code).toBe(0);
     expect(project.json()).toMatchObject({ slug: "demo", name: "Demo", id: expect.any(String) });
+    const twoLines = await hatchCli(dir, ["admin", "project", "add", "--slug", "two", "--name", "Two\nlines", "--owner", "owner@example.com", "--json"]);
+    expect({ code: twoLines.code, error: JSON.parse(twoLines.err).error.code }).toEqual({ code: 1, error: "invalid_name" });
     await hatchCli(dir, ["admin", "user", "add", "--email", "member@example.com", "--password", "member pass 1"]);
     const member = await hatchCli(dir, ["admin", "member", "add", "--project", "demo", "--email", "member@example.com", "--role", "member", "--json"]);
     expect(member.json()).toEqual({ project: "demo", email: "member@example.com", role: "member" });

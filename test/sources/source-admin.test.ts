@@ -24,6 +24,8 @@ describe("managing sources", () => {
     expect((await admin.client.post("/api/sources", { slug: "rel", kind: "local", root: "relative/path" })).status).toBe(400);
     const nul = await admin.client.post("/api/sources", { slug: "nul", kind: "local", root: `${root}\u0000/etc` });
     expect({ status: nul.status, code: nul.body.error?.code }).toEqual({ status: 400, code: "invalid_root" });
+    const forged = await admin.client.post("/api/sources", { slug: "forged", kind: "local", root, label: "Docs\nother  local  /  (enabled)  Other" });
+    expect({ status: forged.status, code: forged.body.error?.code }).toEqual({ status: 400, code: "invalid_label" });
     // A root reached through a symlink would open wherever the link points at the time: the real path is asked for.
     const linked = join(world.tempDir("links"), "docs-link");
     symlinkSync(root, linked);

@@ -80,8 +80,10 @@ describe("the workflow CLI", () => {
     await using world = await startWorld();
     const project = await world.project();
     const member = await memberWithBareRuns(world, project);
-    // A member names the workflow over HTTP; the command echoes the untrusted fire text to stderr and fails.
-    const workflow = await commandWorkflow(member, "cat >&2; exit 1", { name: "ok\x1b]0;owned\x07\r\x9b2K" });
+    // The command echoes the untrusted fire text to stderr and fails. Names with controls are refused now,
+    // but a row saved before that check (or edited by hand) may hold one, and U+202E reverses what follows it.
+    const workflow = await commandWorkflow(member, "cat >&2; exit 1");
+    world.hatch.sqlite.query("UPDATE workflows SET name = ? WHERE id = ?").run("ok\x1b]0;owned\x07\r\x9b2K\u202e", workflow.id);
     const { token } = await issueToken(member.client, workflow.id);
     const text = "\x1b]52;c;ZWNobyBwd25lZA==\x1b\\\x1b[1A\x1b[2Kall good";
     expect((await fire(world, workflow.id, token, { text })).status).toBe(202);
@@ -93,12 +95,12 @@ describe("the workflow CLI", () => {
       runs: (await run(["workflow", "runs", "--workflow", workflow.id])).out,
       json: (await run(["workflow", "list", "--project", project.slug, "--json"])).out,
     };
-    const controls = (out: string) => [...out].filter((c) => /[\x00-\x08\x0b-\x1f\x7f-\x9f]/.test(c)).length;
+    const controls = (out: string) => [...out].filter((c) => /[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]/.test(c)).length;
     expect({ list: controls(printed.list), runs: controls(printed.runs), json: controls(printed.json) }).toEqual({ list: 0, runs: 0, json: 0 });
     // Escaped, not dropped: the operator sees what was written, and the JSON still reads back as it.
-    expect(printed.list).toContain("ok\\x1b]0;owned\\x07\\x0d\\x9b2K");
+    expect(printed.list).toContain("ok\\x1b]0;owned\\x07\\x0d\\x9b2K\\u202e");
     expect(printed.runs).toContain("\\x1b]52;c;");
-    expect(JSON.parse(printed.json)[0].name).toBe("ok\x1b]0;owned\x07\r\x9b2K");
+    expect(JSON.parse(printed.json)[0].name).toBe("ok\x1b]0;owned\x07\r\x9b2K\u202e");
   });
 
   test("bad arguments exit 2 with usage and change nothing; a refused command exits 1", async () => {

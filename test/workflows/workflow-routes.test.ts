@@ -71,6 +71,10 @@ describe("workflow management", () => {
     const owner = await world.signedIn(await world.project(), "owner");
     const bad: [Record<string, unknown>, string][] = [
       [{ name: " ", runner: { kind: "command", command: "true" } }, "invalid_name"],
+      // A line break would print a forged row in the operator's `hatch workflow list`; U+202E shows the rest backwards.
+      [{ name: "Echo\nwf-7d1e4c2a  Payroll export", runner: { kind: "command", command: "true" } }, "invalid_name"],
+      [{ name: "Report \u202egpj.exe", runner: { kind: "command", command: "true" } }, "invalid_name"],
+      [{ name: "ok\x1b]0;owned\x07", runner: { kind: "command", command: "true" } }, "invalid_name"],
       [{ name: "x", runner: { kind: "command", command: "  " } }, "invalid_command"],
       [{ name: "x", runner: { kind: "command", command: "echo a\u0000b" } }, "invalid_command"],
       [{ name: "x", runner: { kind: "command", command: "true", timeoutSeconds: 0 } }, "invalid_timeout"],
@@ -92,6 +96,7 @@ describe("workflow management", () => {
       expect({ status: response.status, code: response.body.error?.code }).toEqual({ status: 400, code });
     }
     const workflow = await commandWorkflow(owner, "true");
+    expect((await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { name: "two\u2028lines" })).body.error?.code).toBe("invalid_name");
     const patch = await owner.client.request("PATCH", `/api/workflows/${workflow.id}`, { name: "renamed", schedule: "nonsense" });
     expect(patch.body.error.code).toBe("invalid_schedule");
     // A nickname is a cron expression too.
