@@ -65,17 +65,22 @@ export class Triggers {
       rotatedAt: null,
       revokedAt: null,
     };
-    this.db.transaction((tx) => {
-      const { live } = tx
-        .select({ live: count() })
-        .from(workflowTriggers)
-        .where(and(eq(workflowTriggers.workflowId, workflowId), eq(workflowTriggers.kind, "webhook"), isNull(workflowTriggers.revokedAt)))
-        .get()!;
-      if (live >= MAX_WEBHOOK_TRIGGERS) {
-        throw conflict("too_many_triggers", `The workflow already has ${MAX_WEBHOOK_TRIGGERS} live webhook triggers: revoke one, or rotate its token instead`);
-      }
-      tx.insert(workflowTriggers).values(row).run();
-    });
+    // IMMEDIATE: a deferred transaction whose write follows a read gets SQLITE_BUSY at once, without the busy
+    // timeout, while another process (the CLI, or the server beside the CLI) writes.
+    this.db.transaction(
+      (tx) => {
+        const { live } = tx
+          .select({ live: count() })
+          .from(workflowTriggers)
+          .where(and(eq(workflowTriggers.workflowId, workflowId), eq(workflowTriggers.kind, "webhook"), isNull(workflowTriggers.revokedAt)))
+          .get()!;
+        if (live >= MAX_WEBHOOK_TRIGGERS) {
+          throw conflict("too_many_triggers", `The workflow already has ${MAX_WEBHOOK_TRIGGERS} live webhook triggers: revoke one, or rotate its token instead`);
+        }
+        tx.insert(workflowTriggers).values(row).run();
+      },
+      { behavior: "immediate" },
+    );
     return toTrigger(row);
   }
 
