@@ -255,4 +255,6 @@ export function checkFireText(text: string, limit: number = MAX_FIRE_TEXT_LENGTH
   if (text.length > limit && [...text].length > limit) {
     throw badRequest("text_too_long", `Cannot fire: "text" must be at most ${limit} characters`);
   }
+  // JSON's \ud83d escape can carry half a character (a sender's slice() cut an emoji); stored, it would become U+FFFD.
+  if (!text.isWellFormed()) throw badRequest("invalid_text", 'Cannot fire: "text" holds half a character (a lone UTF-16 surrogate)');
 }

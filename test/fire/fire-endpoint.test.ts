@@ -159,6 +159,20 @@ describe("the fire endpoint", () => {
     expect((await waitForRun(member.client, workflow.id, ((await accepted.json()) as any).runId)).input.text).toBe("café");
   });
 
+  test("a text holding a lone surrogate (\\ud83d: an emoji cut in half by a sender trimming to 4,000) is refused with 400, never run with U+FFFD in its place", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const { token } = await issueToken(member.client, workflow.id);
+    const text = "deploy \u{1F680}".slice(0, -1); // "deploy \ud83d": what "…".slice(0, n) leaves when n splits a pair
+    // Valid JSON, and valid UTF-8 bytes on the wire: JSON.stringify writes the lone half as the escape \ud83d.
+    const body = JSON.stringify({ text });
+    expect(body).toContain("\\ud83d");
+    const response = await fire(world, workflow.id, token, body, { "content-type": "application/json" });
+    expect({ status: response.status, code: response.body.error?.code }).toEqual({ status: 400, code: "invalid_text" });
+    expect(countRows(world, "workflow_runs")).toBe(0);
+  });
+
   test("a client that goes away mid-body leaves no run and is not logged as a server error", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
