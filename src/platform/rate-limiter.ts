@@ -11,27 +11,30 @@ export interface RateLimiterOptions {
 /** Keys tracked by default: far more distinct senders than one server sees in a minute. */
 const DEFAULT_MAX_KEYS = 10_000;
 
-/** One key's counts: the current fixed window's and the one before it. */
-interface Counter {
-  start: number;
-  count: number;
-  previous: number;
+/**
+ * One key's admitted requests: their times, in order until `limit` are held,
+ * then a ring where `oldest` indexes the earliest of the last `limit`.
+ */
+interface Log {
+  times: number[];
+  oldest: number;
 }
 
 /**
- * A sliding-window counter per key (here: per source address): the current
- * window's count plus the previous window's, weighted by how much of it still
- * lies within the last `windowMs`. A fixed window would let a burst at the
- * end of one window and the start of the next through at twice the cap.
- * Cheap enough for every request, and it needs no timer: stale keys are
- * pruned lazily.
+ * An exact sliding window per key (here: per source address): a request is
+ * admitted when fewer than `limit` were admitted in the last `windowMs`.
+ * Each key keeps the times of its last `limit` admitted requests (a ring, so
+ * a check is one comparison with the oldest), at most `limit` numbers. A
+ * counter of fixed windows, even weighted, lets a burst timed at a window's
+ * edge through at up to twice the cap in one minute. It needs no timer: the
+ * least recently used keys are dropped past `maxKeys`.
  *
  * @example
  * const limiter = new RateLimiter({ limit: 60, windowMs: 60_000 });
  * if (!limiter.take("203.0.113.7").ok) answer429();
  */
 export class RateLimiter {
-  readonly #counters = new Map<string, Counter>();
+  readonly #logs = new Map<string, Log>();
   readonly #now: () => number;
 
   constructor(private readonly options: RateLimiterOptions) {
@@ -44,51 +47,39 @@ export class RateLimiter {
     const { limit, windowMs } = this.options;
     if (limit === 0) return { ok: true };
     const now = this.#now();
-    const counter = this.#current(key, now);
-    const elapsed = now - counter.start;
-    const previousShare = counter.previous * (1 - elapsed / windowMs);
-    if (previousShare + counter.count + 1 <= limit) {
-      counter.count++;
+    const log = this.#log(key);
+    if (log.times.length < limit) {
+      log.times.push(now);
       return { ok: true };
     }
-    // When the weighted count leaves room for one more: later in this window as the previous one slides out,
-    // or, with this window full by itself, in the next, as this one does.
-    const at =
-      counter.count < limit
-        ? counter.start + windowMs * (1 - (limit - 1 - counter.count) / counter.previous)
-        : counter.start + windowMs + windowMs * (1 - (limit - 1) / counter.count);
-    return { ok: false, retryAfterMs: Math.max(1, Math.ceil(at - now)) };
-  }
-
-  /** Give back one request `take` counted for `key` in the current window (it turned out not to count). */
-  refund(key: string): void {
-    const counter = this.#counters.get(key);
-    if (counter && this.#now() - counter.start < this.options.windowMs && counter.count > 0) counter.count--;
-  }
-
-  /** The key's counter, moved on to the window `now` falls in. */
-  #current(key: string, now: number): Counter {
-    const { windowMs } = this.options;
-    let counter = this.#counters.get(key);
-    if (counter && now - counter.start < windowMs) return counter;
-    const windows = counter ? Math.floor((now - counter.start) / windowMs) : 0;
-    counter = counter
-      ? { start: counter.start + windows * windowMs, count: 0, previous: windows === 1 ? counter.count : 0 }
-      : { start: now, count: 0, previous: 0 };
-    // Re-inserted, so the map's order is the order of last renewal: the prune drops the stalest first.
-    this.#counters.delete(key);
-    this.#counters.set(key, counter);
-    this.#prune(now);
-    return counter;
-  }
-
-  #prune(now: number): void {
-    const max = this.options.maxKeys ?? DEFAULT_MAX_KEYS;
-    if (this.#counters.size <= max) return;
-    for (const [key, counter] of this.#counters) {
-      // A counter two windows old counts nothing any more.
-      if (this.#counters.size <= max && now - counter.start < 2 * this.options.windowMs) break;
-      this.#counters.delete(key);
+    const oldest = log.times[log.oldest]!;
+    if (now - oldest >= windowMs) {
+      log.times[log.oldest] = now;
+      log.oldest = (log.oldest + 1) % limit;
+      return { ok: true };
     }
+    // Once the oldest of the last `limit` leaves the window; never more than a window, should the clock step back.
+    return { ok: false, retryAfterMs: Math.max(1, Math.min(windowMs, Math.ceil(oldest + windowMs - now))) };
+  }
+
+  /** Give back the last request `take` admitted for `key` (it turned out not to count). */
+  refund(key: string): void {
+    const log = this.#logs.get(key);
+    if (!log || log.times.length === 0) return;
+    // Back into order, oldest first, without the latest.
+    log.times = [...log.times.slice(log.oldest), ...log.times.slice(0, log.oldest)];
+    log.times.pop();
+    log.oldest = 0;
+  }
+
+  /** The key's log, moved to the end of the map so the least recently used keys are the first dropped. */
+  #log(key: string): Log {
+    let log = this.#logs.get(key);
+    if (log) this.#logs.delete(key);
+    else log = { times: [], oldest: 0 };
+    this.#logs.set(key, log);
+    const max = this.options.maxKeys ?? DEFAULT_MAX_KEYS;
+    if (this.#logs.size > max) this.#logs.delete(this.#logs.keys().next().value!);
+    return log;
   }
 }

@@ -23,6 +23,28 @@ describe("limits of the fire endpoint", () => {
     expect(countRows(world, "workflow_runs")).toBe(0);
   });
 
+  test("the cap holds over any minute: a burst late in the limiter's window does not let another minute's worth through right after it", async () => {
+    let clock = Date.now();
+    await using world = await startWorld({}, { now: () => clock });
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi");
+    const answered: number[] = [];
+    const at = async (ms: number) => {
+      clock = ms;
+      const status = (await fire(world, workflow.id, BAD_TOKEN)).status;
+      if (status !== 429) answered.push(ms);
+      return status;
+    };
+    const start = clock;
+    await at(start);
+    for (let i = 0; i < 59; i++) await at(start + 59_900);
+    // One fire a second from then on: the minute before each of them already holds 60 answered fires, bar the first.
+    const later: number[] = [];
+    for (let s = 61; s <= 70; s++) later.push(await at(start + s * 1000));
+    const mostInAMinute = Math.max(...answered.map((t) => answered.filter((u) => u > t - 60_000 && u <= t).length));
+    expect({ later, mostInAMinute }).toEqual({ later: [401, 429, 429, 429, 429, 429, 429, 429, 429, 429], mostInAMinute: 60 });
+  });
+
   test("behind a trusted proxy each client address has its own cap", async () => {
     await using world = await startWorld({ HATCH_TRUSTED_PROXIES: "127.0.0.1" }, { fireRatePerMinute: 2 });
     const member = await world.signedIn(await world.project(), "member");

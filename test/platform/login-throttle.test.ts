@@ -18,7 +18,7 @@ describe("the login throttle", () => {
     const now = 1_000_000;
     const throttle = new LoginThrottle({ perAddress: 10, perEmail: 2, windowMs: 60_000, now: () => now });
     for (let i = 0; i < 2; i++) throttle.attempt(`198.51.100.${i}`, "victim@example.com");
-    for (let i = 0; i < 20; i++) expect(throttle.attempt("203.0.113.9", "victim@example.com")).toBe(90_000);
+    for (let i = 0; i < 20; i++) expect(throttle.attempt("203.0.113.9", "victim@example.com")).toBe(60_000);
     for (let i = 0; i < 10; i++) expect(throttle.attempt("203.0.113.9", `other-${i}@example.com`)).toBe(0);
   });
 });
