@@ -10,12 +10,13 @@ const code = await runCli(process.argv.slice(2), commands, {
   serve: async (config) => {
     const hatch = await startHatch(config);
     console.log(`hatch: web host on ${hatch.url}, companion (terminal WebSocket) on ${hatch.companionUrl}, data in ${config.dataDir}`);
+    // Every signal waits for the one stop: a supervisor's SIGTERM during a Ctrl+C's stop, or npm passing on the
+    // SIGINT the terminal already sent, must neither exit early nor fall back to the default (instant) death.
     const shutdown = async () => {
       await hatch.stop();
       process.exit(0);
     };
-    process.once("SIGINT", shutdown);
-    process.once("SIGTERM", shutdown);
+    for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, shutdown);
     await new Promise(() => {});
   },
 });

@@ -47,6 +47,9 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   let webPort = config.port;
   // Never readable from a tab or a run: the database and key, and the .env files Bun loaded secrets from.
   const protectedPaths = [config.dataDir, ...dotenvFiles([INSTALL_DIR, process.cwd()])];
+  // Cut only after the sessions ended (so below their disposal): each view is told why first (exit, close 4000).
+  let companion: CompanionServer | undefined;
+  started.defer(() => companion?.close());
   const terminal = createTerminalPart({
     platform,
     dataDir: config.dataDir,
@@ -98,20 +101,23 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   );
   started.defer(async () => void (await web.stop(true)));
   webPort = web.server!.port!;
-  const companion = await listenNamed("companion server", config.host, config.companionPort, "HATCH_COMPANION_PORT", () =>
+  const listening = await listenNamed("companion server", config.host, config.companionPort, "HATCH_COMPANION_PORT", () =>
     startCompanionServer({ port: config.companionPort, host: config.host, onUpgrade: terminal.onUpgrade }),
   );
-  started.defer(() => companion.close());
+  companion = listening;
+  started.defer(() => listening.stopAccepting());
   const running = started.move();
-  // The same order as a failed start: the listeners first, the claim last.
-  const stop = () => running.disposeAsync();
+  // The same order as a failed start: the listeners first, the claim last. Once: a second call (SIGTERM during a
+  // Ctrl+C's stop) waits for the same stop rather than returning while sessions are still being ended.
+  let stopping: Promise<void> | undefined;
+  const stop = () => (stopping ??= running.disposeAsync());
   return {
     platform,
     terminal,
     workflows,
     sqlite: database.sqlite,
     url: localUrl(config.host, webPort),
-    companionUrl: localUrl(config.host, companion.port),
+    companionUrl: localUrl(config.host, listening.port),
     stop,
     [Symbol.asyncDispose]: stop,
   };

@@ -4,6 +4,9 @@ import type { Duplex } from "node:stream";
 /** The companion HTTP server: it exists only to accept terminal WebSocket upgrades. */
 export interface CompanionServer {
   port: number;
+  /** Take no new connections; those open stay, so their sessions can still say goodbye on them. */
+  stopAccepting(): void;
+  /** Take no new connections and cut every open one. Idempotent. */
   close(): Promise<void>;
 }
 
@@ -37,14 +40,17 @@ export function startCompanionServer(options: CompanionServerOptions): Promise<C
     server.listen(options.port, options.host, () => {
       const address = server.address();
       const port = typeof address === "object" && address ? address.port : options.port;
+      let closed: Promise<void> | undefined;
+      const stopAccepting = () => (closed ??= new Promise<void>((done) => server.close(() => done())));
       resolve({
         port,
-        close: () =>
-          new Promise<void>((done) => {
-            for (const socket of sockets) socket.destroy();
-            server.close(() => done());
-            server.closeAllConnections?.();
-          }),
+        stopAccepting: () => void stopAccepting(),
+        close: () => {
+          const stopped = stopAccepting();
+          for (const socket of sockets) socket.destroy();
+          server.closeAllConnections?.();
+          return stopped;
+        },
       });
     });
   });

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { CLOSE_SESSION_ENDED } from "../../src/pty/index.ts";
 import { attached, createSession, runAndSee, TERMINAL } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -28,5 +29,16 @@ describe("shutdown", () => {
     const scratch = readdirSync(join(world.config.dataDir, "scratch"));
     expect({ shellAlive: isAlive(pid), scratchLeft: scratch.length }).toEqual({ shellAlive: false, scratchLeft: 0 });
     await terminating;
+  });
+
+  test("an attached view is told its session ended because the service is stopping (exit, then close 4000), not dropped like a lost network", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "watched" });
+    const view = await attached(world, owner, "watched");
+    await world.hatch.stop();
+    const code = await view.closed;
+    const exit = view.controls.find((c) => c.type === "exit");
+    expect({ code, exitReason: exit?.reason ?? null }).toEqual({ code: CLOSE_SESSION_ENDED, exitReason: "The service is shutting down" });
   });
 });
