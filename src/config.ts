@@ -128,7 +128,8 @@ function origin(raw: string): string {
   try {
     url = new URL(raw);
   } catch {}
-  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== raw.replace(/\/$/, "")) {
+  // A "*" survives the URL parser as a host label (https://*.example.com), but no browser ever sends one in an Origin.
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== raw.replace(/\/$/, "") || url.hostname.includes("*")) {
     throw new ConfigError(`Cannot use HATCH_ALLOWED_ORIGINS entry "${raw}": expected an origin such as https://hatch.example.com`);
   }
   return url.origin;
@@ -142,6 +143,10 @@ function origin(raw: string): string {
 function proxyAddress(raw: string): string {
   if (isIP(raw) === 0) {
     throw new ConfigError(`Cannot use HATCH_TRUSTED_PROXIES entry "${raw}": expected an IP address such as 10.0.0.2 (ranges, host names and ports are not supported)`);
+  }
+  // Meant as "any", but no peer ever has the unspecified address: it would trust nobody, without a word.
+  if (raw.split(/[:.]/).every((part) => /^0*$/.test(part))) {
+    throw new ConfigError(`Cannot use HATCH_TRUSTED_PROXIES entry "${raw}": no connection ever comes from the unspecified address; list each proxy's own address`);
   }
   return raw;
 }

@@ -27,12 +27,12 @@ describe("configuration", () => {
     expect(loadConfig({ HATCH_IN_CONTAINER: "1" }).inContainer).toBe(true);
     // Page origins exactly as a browser sends them; a URL with a path would never match one.
     expect(loadConfig({ HATCH_ALLOWED_ORIGINS: "https://hatch.example.com, http://10.0.0.5:8080/" }).allowedOrigins).toEqual(["https://hatch.example.com", "http://10.0.0.5:8080"]);
-    for (const raw of ["hatch.example.com", "https://hatch.example.com/app", "ftp://hatch.example.com", "*"]) {
+    for (const raw of ["hatch.example.com", "https://hatch.example.com/app", "ftp://hatch.example.com", "*", "https://*.example.com", "http://*:3100"]) {
       expect(() => loadConfig({ HATCH_ALLOWED_ORIGINS: raw })).toThrow(`HATCH_ALLOWED_ORIGINS entry "${raw}"`);
     }
     // A trusted proxy is an IP address: anything else would match no peer and be ignored without a word.
     expect(loadConfig({ HATCH_TRUSTED_PROXIES: "10.0.0.2, ::1, fd00::5" }).trustedProxies).toEqual(["10.0.0.2", "::1", "fd00::5"]);
-    for (const raw of ["10.0.0.0/8", "proxy.internal", "10.0.0.2:8080", "[::1]", "10.0.0.256"]) {
+    for (const raw of ["10.0.0.0/8", "proxy.internal", "10.0.0.2:8080", "[::1]", "10.0.0.256", "0.0.0.0", "::", "0:0::0"]) {
       expect(() => loadConfig({ HATCH_TRUSTED_PROXIES: `10.0.0.2, ${raw}` })).toThrow(`HATCH_TRUSTED_PROXIES entry "${raw}"`);
     }
     // An address or a name to listen on: anything else failed later as "getaddrinfo ENOTFOUND" or a bare EEXIST.
