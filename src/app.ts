@@ -36,7 +36,16 @@ export function createApp(options: AppOptions) {
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   let app: AnyElysia = new Elysia({ name: "hatch" })
     .error({ HatchError })
-    .onRequest(({ request }) => {
+    .onRequest(({ request, set }) => {
+      // A page on an allowed origin (the widget served on another port or host) must be able to call the API
+      // with its cookie and read the answer, so the browser is told so (CORS); no other origin is.
+      const origin = request.headers.get("origin");
+      if (origin !== null && allowedOrigins.has(origin)) {
+        set.headers["access-control-allow-origin"] = origin;
+        set.headers["access-control-allow-credentials"] = "true";
+        set.headers["vary"] = "Origin";
+        if (request.method === "OPTIONS" && request.headers.has("access-control-request-method")) return preflightAnswer(origin);
+      }
       if (isCrossOriginRequest(request.method, request.headers, allowedOrigins)) {
         throw forbidden("cross_origin_request", "Requests that change something are refused from another origin's pages; list the page's origin in HATCH_ALLOWED_ORIGINS if it is yours");
       }
@@ -64,6 +73,21 @@ export function createApp(options: AppOptions) {
     });
   for (const routes of options.routes) app = app.use(routes);
   return app;
+}
+
+/** The answer to a browser's CORS preflight from an allowed origin: the JSON calls the API takes, with the cookie. */
+function preflightAnswer(origin: string): Response {
+  return new Response(null, {
+    status: 204,
+    headers: {
+      "access-control-allow-origin": origin,
+      "access-control-allow-credentials": "true",
+      "access-control-allow-methods": "GET, POST, PUT, PATCH, DELETE",
+      "access-control-allow-headers": "content-type",
+      "access-control-max-age": "600",
+      vary: "Origin",
+    },
+  });
 }
 
 /** "Invalid body: field "email" expected string" — names the field, never echoes the value. */

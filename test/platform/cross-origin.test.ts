@@ -65,4 +65,40 @@ describe("requests from other origins' pages", () => {
     // A sandboxed frame's opaque origin is nobody's.
     expect((await exec({ origin: "null" })).status).toBe(403);
   });
+
+  test("a page on an allowed origin can make the JSON calls the widget needs: its preflight is answered and the answer may be read; other pages get no such leave", async () => {
+    // The widget's page on another port of the same host, which HATCH_ALLOWED_ORIGINS is for.
+    const page = "http://127.0.0.1:8080";
+    await using world = await startWorld({ HATCH_ALLOWED_ORIGINS: page });
+    const owner = await world.signedIn(await world.project(), "owner");
+    const url = `${world.hatch.url}${TERMINAL}/sessions`;
+    // What a browser sends before fetch(url, {method: "POST", credentials: "include", headers: {"content-type": "application/json"}}).
+    const preflight = (origin: string) =>
+      fetch(url, { method: "OPTIONS", headers: { origin, "access-control-request-method": "POST", "access-control-request-headers": "content-type", "sec-fetch-mode": "cors", "sec-fetch-site": "same-site" } });
+    const create = (origin: string, id: string) =>
+      fetch(url, {
+        method: "POST",
+        headers: { cookie: owner.client.cookieHeader, origin, "content-type": "application/json", "sec-fetch-mode": "cors", "sec-fetch-site": "same-site" },
+        body: JSON.stringify({ sourceSlug: "container-root", id }),
+      });
+    const allowed = await preflight(page);
+    expect({ status: allowed.status, ...Object.fromEntries([...allowed.headers].filter(([name]) => name.startsWith("access-control-"))) }).toEqual({
+      status: 204,
+      "access-control-allow-origin": page,
+      "access-control-allow-credentials": "true",
+      "access-control-allow-methods": "GET, POST, PUT, PATCH, DELETE",
+      "access-control-allow-headers": "content-type",
+      "access-control-max-age": "600",
+    });
+    const created = await create(page, "w");
+    expect({ status: created.status, origin: created.headers.get("access-control-allow-origin"), credentials: created.headers.get("access-control-allow-credentials") }).toEqual({ status: 201, origin: page, credentials: "true" });
+    // An error answer can be read by the page too, or its user would never learn why.
+    const failed = await fetch(url, { method: "POST", headers: { cookie: owner.client.cookieHeader, origin: page, "content-type": "application/json", "sec-fetch-site": "same-site" }, body: "{}" });
+    expect({ status: failed.status, origin: failed.headers.get("access-control-allow-origin") }).toEqual({ status: 400, origin: page });
+
+    const stranger = await preflight(NEIGHBOUR);
+    expect(stranger.headers.get("access-control-allow-origin")).toBeNull();
+    const refused = await create(NEIGHBOUR, "n");
+    expect({ status: refused.status, origin: refused.headers.get("access-control-allow-origin") }).toEqual({ status: 403, origin: null });
+  });
 });
