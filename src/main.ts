@@ -72,7 +72,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   await terminal.start();
   const baseEnv = overrides.baseEnv ?? process.env;
   const runnerSpawn = createRunnerSpawner({
-    shell: selectShell("runner", defaultShellDeps({ ...baseEnv, HATCH_SHELL: config.shell ?? undefined })),
+    shell: () => selectShell("runner", defaultShellDeps({ ...baseEnv, HATCH_SHELL: config.shell ?? undefined })),
     planner: terminal.confinement.status().mode ? terminal.confinement.command : null,
     protectedPaths,
     unconfined: (projectId, userId) => {

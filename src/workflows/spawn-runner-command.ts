@@ -23,8 +23,8 @@ export type RunnerCommandSpawner = (spec: RunnerCommandSpec) => RunnerProcess;
 
 /** Collaborators of the runner spawner. */
 export interface RunnerSpawnerOptions {
-  /** The agent runner's shell (`selectShell("runner")`: bash preferred, $SHELL last). */
-  shell: string;
+  /** The agent runner's shell, chosen at each spawn (`selectShell("runner")`: bash preferred, $SHELL last), so a HATCH_SHELL removed since start is passed over as a terminal's is. */
+  shell: () => string;
   /** Plans the confined wrapper; null where confinement is unavailable, and then runs fail closed. */
   planner: ConfinePlanner | null;
   /** Never readable from a run (the data dir: database and key). */
@@ -41,7 +41,7 @@ export interface RunnerSpawnerOptions {
  */
 export function createRunnerSpawner(options: RunnerSpawnerOptions): RunnerCommandSpawner {
   return (spec) => {
-    const command = shellCommand(options.shell, spec.command);
+    const command = shellCommand(options.shell(), spec.command);
     const argv = command.argv;
     const env = { ...spec.env, ...command.env };
     if (options.unconfined(spec.projectId, spec.createdBy)) return spawnDetached({ argv, cwd: spec.cwd, env, stdin: spec.stdin });

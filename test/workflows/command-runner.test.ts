@@ -1,5 +1,6 @@
 import { describe, expect, spyOn, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RUN_SCRATCH_FOLDER, runnerEnvironment, type RunEvent, type RunUpdate } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -251,5 +252,25 @@ describe("the command runner", () => {
     expect(readFileSync(join(precious, "keep-me"), "utf8")).toBe("data that lives elsewhere");
     // The scratch dir stays, and the operator is told why.
     expect(logged.some((line) => line.includes("is mounted inside it"))).toBe(true);
+  });
+
+  test("the runner's shell is chosen at each run: a HATCH_SHELL removed while hatch runs is passed over for bash, as a terminal's is", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hatch-shell-"));
+    const shell = join(dir, "opsh");
+    writeFileSync(shell, '#!/bin/sh\nexec /bin/bash "$@"\n');
+    chmodSync(shell, 0o755);
+    try {
+      await using world = await startWorld({ HATCH_SHELL: shell });
+      const member = await memberWithBareRuns(world, await world.project());
+      const workflow = await commandWorkflow(member, "echo ran-$((6*7))");
+      const { token } = await issueToken(member.client, workflow.id);
+      expect(answers(await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId))).toEqual(["ran-42"]);
+      // The operator's shell is uninstalled (or moved) while hatch runs.
+      rmSync(shell);
+      const second = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+      expect({ status: second.status, answers: answers(second), error: second.error }).toEqual({ status: "succeeded", answers: ["ran-42"], error: null });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
