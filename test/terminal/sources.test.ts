@@ -503,7 +503,9 @@ describe("what one user's sandbox sees of another's", () => {
     await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
     const { alice, bob, value } = await aliceAndBob(world);
     // A name the sanitiser lets through, with a value only Bob knows; each of his execs starts a helper with it.
-    expect((await createSession(bob.client, { sourceSlug: "docs", id: "b", env: { GH_PAT: value } })).status).toBe(201);
+    expect((await createSession(bob.client, { sourceSlug: "docs", id: "b", env: { BOB_NOTE: value } })).status).toBe(201);
+    // It reached his session: a name the sanitiser strips would make what follows prove nothing.
+    expect((await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: "echo $BOB_NOTE" })).body.output).toBe(`${value}\n`);
     // Alice polls every process's command line and environment while Bob's helpers start.
     const watch = `/usr/bin/python3 -c '
 import os, time
@@ -514,7 +516,7 @@ while time.time() < end:
         for name in ("cmdline", "environ"):
             try: raw = open("/proc/%s/%s" % (pid, name), "rb").read()
             except OSError: continue
-            if any(entry.startswith(b"GH_PAT=") for entry in raw.split(b"\\0")): print("seen in", name); raise SystemExit
+            if any(entry.startswith(b"BOB_NOTE=") for entry in raw.split(b"\\0")): print("seen in", name); raise SystemExit
 print("scanned")
 '`;
     const watching = alice.client.post(`${TERMINAL}/sessions/a/exec`, { command: watch, timeoutSeconds: 10 });
@@ -559,9 +561,9 @@ print("scanned", *sorted(sleeps))
     const bob = await world.signedIn(project, "member");
     localSource(world, project, "docs", { member: "rwx" });
     const value = `ghp_${crypto.randomUUID().replaceAll("-", "")}`;
-    const created = await createSession(bob.client, { sourceSlug: "docs", id: "b", env: { GH_PAT: value } });
+    const created = await createSession(bob.client, { sourceSlug: "docs", id: "b", env: { BOB_NOTE: value } });
     expect(created.status).toBe(201);
-    const exec = await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: "echo $GH_PAT" });
+    const exec = await bob.client.post(`${TERMINAL}/sessions/b/exec`, { command: "echo $BOB_NOTE" });
     expect(exec.body.output).toBe(`${value}\n`);
     // Nor can the program read it, or the server's, off bwrap's own PID 1 inside the sandbox.
     const environ = (pid: string) => `cat /proc/${pid}/environ >/dev/null 2>&1 && echo ${pid}-readable || echo ${pid}-refused`;
