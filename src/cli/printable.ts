@@ -15,7 +15,12 @@ const CONTROL = /[\x00-\x08\x0b-\x1f\x7f-\x9f]/g;
 export function printableText(text: string): string {
   return text
     .replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
-    .replace(REORDERING, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+    .replace(REORDERING, unicodeEscape);
+}
+
+/** `\u009b`: the escape JSON reads back as the character. */
+function unicodeEscape(c: string): string {
+  return `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`;
 }
 
 /**
@@ -31,5 +36,5 @@ const REORDERING = /[\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
  * `\u202e`), and the JSON means the same.
  */
 export function printableJson(value: unknown, indent?: number): string {
-  return JSON.stringify(value, null, indent).replace(/[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+  return JSON.stringify(value, null, indent).replace(/[\x7f-\x9f]/g, unicodeEscape).replace(REORDERING, unicodeEscape);
 }

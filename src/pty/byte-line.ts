@@ -39,7 +39,7 @@ export class ByteLine {
 
   /** Backspace: one byte. */
   eraseByte(): void {
-    if (this.#highSurrogate) this.#flushSurrogate();
+    this.#flushSurrogate();
     this.#bytes = this.#bytes.slice(0, -1);
   }
 

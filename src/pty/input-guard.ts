@@ -381,7 +381,6 @@ export class InputGuard {
       // So is "env |" then "grep -i token": the shell asks for the rest of the pipeline; and
       // 'echo "' then '"; rm -rf /': a quote left open takes the newline and the next line into the same word.
       // Not under a full-screen program: an editor's prose is full of apostrophes that no later line closes.
-      // Not under a full-screen program: an editor's prose is full of apostrophes that no later line closes.
       const { endsInOperator, endsOpen } = parseShellLine(typed);
       if (endsInOperator || (endsOpen && !this.#options.fullScreen?.())) this.#continued = typed + "\n";
     }

@@ -17,9 +17,10 @@ export function killRunProcesses(runIds: readonly string[]): Promise<number[]> {
 
 /**
  * Remove the scratch dirs runs of a previous server left in `scratchRoot`
- * (each run's is removed when it ends; a crash skips that). Only for a start, before any run: every run scratch
- * dir then belongs to a stopped run. A dir with something still mounted in it
- * stays, logged, so the mounted data is never deleted through it.
+ * (each run's is removed when it ends; a crash skips that). Only for a start,
+ * before any run: every run scratch dir then belongs to a stopped run. A dir
+ * with something still mounted in it stays, logged, so the mounted data is
+ * never deleted through it.
  */
 export async function removeRunScratch(scratchRoot: string): Promise<string[]> {
   const removed: string[] = [];
