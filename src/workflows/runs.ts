@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, getTableColumns, inArray, lt, sql, type SQL } from "drizzle-orm";
-import { GroupCommit, workflowRunEvents, workflowRuns, type Db, type GroupCommitStats } from "../db/index.ts";
+import { GroupCommit, isUnfinishedRun, workflowRunEvents, workflowRuns, type Db, type GroupCommitStats } from "../db/index.ts";
 import { HatchError, notFound } from "../platform/index.ts";
 import type { ThreadTurn } from "./prompt.ts";
 import { RunEventLog, type StoredRunEvent } from "./run-event-log.ts";
@@ -83,7 +83,6 @@ export const RUN_NOT_RECORDED = "run_not_recorded";
 
 /** Statuses a run never leaves. */
 export const FINISHED_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
-const UNFINISHED: RunStatus[] = ["queued", "waiting-retry", "running"];
 
 type Row = typeof workflowRuns.$inferSelect;
 
@@ -200,9 +199,9 @@ export class Runs {
     });
   }
 
-  /** Runs not finished, oldest first: what a restarted server picks up (a scan, once per start: no status index slows every fire). */
+  /** Runs not finished, oldest first: what a restarted server picks up, and what the access sweep reads (a partial index holds just these). */
   unfinished(): Run[] {
-    return this.db.select().from(workflowRuns).where(inArray(workflowRuns.status, UNFINISHED)).orderBy(asc(workflowRuns.queuedAt), asc(workflowRuns.number)).all().map((r) => toRun(r, []));
+    return this.db.select().from(workflowRuns).where(isUnfinishedRun).orderBy(asc(workflowRuns.queuedAt), asc(workflowRuns.number)).all().map((r) => toRun(r, []));
   }
 
   /** Where a working run's events are written: numbered after the run's last, a batch per transaction. */

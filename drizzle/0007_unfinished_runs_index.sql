@@ -1,0 +1,1 @@
+CREATE INDEX `workflow_runs_unfinished` ON `workflow_runs` (`queued_at`,`number`) WHERE "status" IN ('queued', 'waiting-retry', 'running');
