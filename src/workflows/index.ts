@@ -18,7 +18,7 @@ export { runRoutes, MAX_RUNS_PAGE } from "./run-routes.ts";
 export { sourceLine, type RunSource } from "./run-source.ts";
 export { RUN_EVENT_TYPES, RunnerError, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerErrorDetails, type RunnerRequest, type RunnerResult, type RunEvent } from "./runner.ts";
 export { runnerEnvironment } from "./runner-environment.ts";
-export { FINISHED_STATUSES, LISTED_EVENT_TEXT_CHARS, LISTED_EVENTS_PER_RUN, RUN_NOT_RECORDED, Runs, type CancelPhase, type ListedRun, type PendingRun, type Run, type RunStatus, type StoredRunEvent, type TriggerKindOfRun } from "./runs.ts";
+export { FINISHED_STATUSES, LISTED_EVENT_TEXT_CHARS, LISTED_EVENTS_PER_RUN, RUN_NOT_RECORDED, Runs, type CancelPhase, type ListedRun, type PendingRun, type Run, type RunStatus, type StoredRunEvent, type ThreadLimit, type TriggerKindOfRun } from "./runs.ts";
 export { manageableWorkflow, workflowCaller, workflowRoutes, workflowView } from "./routes.ts";
 export { WorkflowScheduler } from "./scheduler.ts";
 export { createRunnerSpawner, type RunnerCommandSpawner, type RunnerCommandSpec, type RunnerProcess, type RunnerSpawnerOptions } from "./spawn-runner-command.ts";
@@ -35,6 +35,7 @@ export {
   DEFAULT_RETRY_DELAYS_MS,
   RUN_SCRATCH_FOLDER,
   startWorkflowsPart,
+  THREAD_LIMIT,
   type WorkflowStores,
   type WorkflowsPart,
   type WorkflowsPartOptions,

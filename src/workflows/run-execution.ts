@@ -3,7 +3,7 @@ import { resolveRunAs } from "./access.ts";
 import { buildPrompt } from "./prompt.ts";
 import type { RunBus, RunOutcome, RunRef } from "./run-bus.ts";
 import { RunnerError, RunnerUnavailableError, type Runner, type RunEvent } from "./runner.ts";
-import type { CancelPhase, Run, Runs } from "./runs.ts";
+import type { CancelPhase, Run, Runs, ThreadLimit } from "./runs.ts";
 import type { SpendLimits } from "./spend-limits.ts";
 import type { CommandRunnerSettings, OpenAiRunnerSettings, RunnerSettings, Workflow } from "./workflow.ts";
 import type { JobOutcome } from "./worker-pool.ts";
@@ -25,8 +25,8 @@ export interface RunExecutionDeps {
   platform: Pick<Platform, "users" | "projects" | "roles"> & { audit: Audit };
   /** Delay before each retry of an unavailable runner; its length is the number of retries. */
   retryDelaysMs: readonly number[];
-  /** Earlier turns a one-thread run is given. */
-  maxThreadTurns: number;
+  /** How much of its past a one-thread run is given. */
+  threadLimit: ThreadLimit;
   now(): number;
   /** True while the server shuts down: an abort then means "stopped", not "cancelled". */
   stopping(): boolean;
@@ -135,7 +135,7 @@ async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, sig
       overflow.abort();
     }
   };
-  const history = run.mode === "one-thread" ? deps.runs.thread(workflow.id, run.number, deps.maxThreadTurns) : [];
+  const history = run.mode === "one-thread" ? deps.runs.thread(workflow.id, run.number, deps.threadLimit) : [];
   const prompt = buildPrompt(workflow.instruction, history, { text: run.input.text ?? "", source: run.input.source });
   const runner = deps.runners[workflow.runner.kind] as Runner<RunnerSettings>;
   const runnerSignal = AbortSignal.any([signal, overflow.signal]);

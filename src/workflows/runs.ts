@@ -84,6 +84,17 @@ export const RUN_NOT_RECORDED = "run_not_recorded";
 /** Statuses a run never leaves. */
 export const FINISHED_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
 
+/** How much of a one-thread workflow's past a run is given. */
+export interface ThreadLimit {
+  /** The latest turns at most. */
+  turns: number;
+  /** Characters of their inputs and answers at most. */
+  chars: number;
+}
+
+/** The events of an earlier turn that its prompt repeats: what the run answered. */
+const THREAD_EVENT_TYPES = ["answer", "background"] as const;
+
 type Row = typeof workflowRuns.$inferSelect;
 
 /** The run store: rows, their events, and the counts spend limits need. */
@@ -241,21 +252,36 @@ export class Runs {
 
   /**
    * The earlier turns of a one-thread workflow before run number `before`:
-   * succeeded one-thread runs, oldest first, at most `limit` of the latest.
+   * succeeded one-thread runs, oldest first, the latest of them up to
+   * `limit.turns` turns and `limit.chars` characters of inputs and answers.
+   * The turns are the unbroken end of the thread: past the budget, older turns
+   * are left out, so one long answer cannot make every later prompt too big.
    */
-  thread(workflowId: string, before: number, limit: number): ThreadTurn[] {
-    const rows = this.db
-      .select()
+  thread(workflowId: string, before: number, limit: ThreadLimit): ThreadTurn[] {
+    // Sizes first, counted in SQL: the texts of turns left out never reach this process.
+    const sizes = this.db
+      .select({
+        id: workflowRuns.id,
+        chars: sql<number>`length(coalesce(${workflowRuns.inputText}, '')) + coalesce((SELECT sum(length(e.text)) FROM ${workflowRunEvents} e WHERE e.run_id = ${workflowRuns.id} AND e.type IN ${THREAD_EVENT_TYPES}), 0)`,
+      })
       .from(workflowRuns)
       .where(and(eq(workflowRuns.workflowId, workflowId), eq(workflowRuns.mode, "one-thread"), eq(workflowRuns.status, "succeeded"), lt(workflowRuns.number, before)))
       .orderBy(desc(workflowRuns.number))
-      .limit(limit)
-      .all()
-      .reverse();
-    const events = this.#events(rows.map((r) => r.id));
+      .limit(limit.turns)
+      .all();
+    const kept: string[] = [];
+    let chars = 0;
+    for (const turn of sizes) {
+      chars += Number(turn.chars);
+      if (chars > limit.chars) break;
+      kept.push(turn.id);
+    }
+    if (kept.length === 0) return [];
+    const rows = this.db.select().from(workflowRuns).where(inArray(workflowRuns.id, kept)).orderBy(asc(workflowRuns.number)).all();
+    const events = this.#events(kept);
     return rows.map((row) => ({
       input: { text: row.inputText ?? "", source: JSON.parse(row.source) as RunSource },
-      answers: (events.get(row.id) ?? []).filter((e) => e.type === "answer" || e.type === "background").map((e) => e.text),
+      answers: (events.get(row.id) ?? []).filter((e) => (THREAD_EVENT_TYPES as readonly string[]).includes(e.type)).map((e) => e.text),
     }));
   }
 

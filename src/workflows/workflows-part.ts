@@ -5,7 +5,7 @@ import { CommandRunner } from "./command-runner.ts";
 import { killRunProcesses, removeRunScratch } from "./leftover-runs.ts";
 import { OpenAiRunner } from "./openai-runner.ts";
 import { RunBus } from "./run-bus.ts";
-import { Runs } from "./runs.ts";
+import { Runs, type ThreadLimit } from "./runs.ts";
 import { WorkflowScheduler } from "./scheduler.ts";
 import type { RunnerCommandSpawner } from "./spawn-runner-command.ts";
 import { SpendLimits } from "./spend-limits.ts";
@@ -19,8 +19,12 @@ import { Workflows } from "./workflows.ts";
 export const DEFAULT_POOL_SIZE = 4;
 /** Waits before retrying a runner whose backend was unreachable or busy: quick first, then backing off. */
 export const DEFAULT_RETRY_DELAYS_MS: readonly number[] = [5_000, 30_000, 120_000];
-/** Earlier turns a one-thread run sees: enough for a conversation, bounded so a year-old thread stays cheap. */
-export const MAX_THREAD_TURNS = 50;
+/**
+ * How much of its past a one-thread run sees: enough turns for a conversation,
+ * bounded so a year-old thread stays cheap, and few enough characters (some 25k
+ * model tokens) that a long answer cannot push every later prompt past a model's context.
+ */
+export const THREAD_LIMIT: ThreadLimit = { turns: 50, chars: 100_000 };
 /**
  * How often working runs have their creator's access checked again: the same
  * cadence as the terminal's reaper, which ends a removed member's sessions.
@@ -97,7 +101,7 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
     runners,
     platform: options.platform,
     retryDelaysMs: options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS,
-    maxThreadTurns: MAX_THREAD_TURNS,
+    threadLimit: THREAD_LIMIT,
     now,
   });
   const scheduler = new WorkflowScheduler({

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { UNTRUSTED_NOTE } from "../../src/workflows/index.ts";
+import { THREAD_LIMIT, UNTRUSTED_NOTE } from "../../src/workflows/index.ts";
 import { startWorld } from "../helpers/world.ts";
 import { answers, commandWorkflow, fire, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
@@ -32,6 +32,28 @@ describe("threads", () => {
         block("what is my name?"),
       ].join("\n\n") + "\n",
     );
+  });
+
+  test("a one-thread run is given the latest turns that fit the thread's character budget, so long answers cannot grow every later prompt", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    const dir = traceDir(world);
+    // More than half the budget: two such turns do not fit together.
+    const long = Math.ceil(THREAD_LIMIT.chars * 0.6);
+    const command = `cat > ${dir}/$HATCH_RUN_ID.stdin; if grep -q 'write at length' ${dir}/$HATCH_RUN_ID.stdin; then head -c ${long} /dev/zero | tr '\\0' x; echo; else echo "answer of $HATCH_RUN_ID"; fi`;
+    const workflow = await commandWorkflow(member, command);
+    const { token } = await issueToken(member.client, workflow.id);
+    const texts = ["the first turn", "write at length, once", "write at length, twice", "the last turn"];
+    const runs = [];
+    for (const text of texts) runs.push(await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token, { text })).body.runId));
+    expect(runs.map((run) => run.status)).toEqual(["succeeded", "succeeded", "succeeded", "succeeded"]);
+    expect(answers(runs[2]!)[0]!.length).toBe(long);
+
+    const stdin = readFileSync(join(dir, `${runs[3]!.id}.stdin`), "utf8");
+    const history = stdin.slice(stdin.indexOf("Earlier turns"), stdin.indexOf("This turn:"));
+    // Only the latest earlier turn fits; the older ones are left out whole, the first included (the thread stays unbroken).
+    expect({ twice: history.includes("write at length, twice"), once: history.includes("write at length, once"), first: history.includes("the first turn") }).toEqual({ twice: true, once: false, first: false });
+    expect(stdin.length).toBeLessThan(THREAD_LIMIT.chars + 2000);
   });
 
   test("fresh runs are independent: no earlier turns", async () => {
