@@ -3,6 +3,7 @@ import { WebhookTokens } from "../fire/index.ts";
 import { notFound, type Platform } from "../platform/index.ts";
 import {
   createWorkflowStores,
+  MAX_RUNS_PAGE,
   MAX_TIMEOUT_SECONDS,
   MIN_TIMEOUT_SECONDS,
   requireRunnableCreator,
@@ -145,13 +146,15 @@ export const workflowCommands: Command[] = [
     options: {
       workflow: { type: "string", required: true, description: "workflow id" },
       limit: { type: "string", description: `how many (default ${DEFAULT_RUNS_SHOWN})` },
+      before: { type: "string", description: "only runs numbered below N (the next page)" },
     },
     run: async (ctx, v) => {
       // Malformed input first: exit 2 whatever the workflow.
-      const limit = integerOption(v, "limit", { min: 1, max: 200, what: "1 to 200" }) ?? DEFAULT_RUNS_SHOWN;
+      const limit = integerOption(v, "limit", { min: 1, max: MAX_RUNS_PAGE, what: `1 to ${MAX_RUNS_PAGE}` }) ?? DEFAULT_RUNS_SHOWN;
+      const before = integerOption(v, "before", { min: 1, max: Number.MAX_SAFE_INTEGER, what: "a whole number of at least 1" });
       const platform = await ctx.platform();
       const workflow = requireWorkflow(platform, str(v, "workflow"));
-      return stores(platform).runs.list(workflow.id, { limit });
+      return stores(platform).runs.list(workflow.id, { limit, before });
     },
     human: (r) => (r as ListedRun[]).map(runLine).join("\n") || "(no runs)",
   },

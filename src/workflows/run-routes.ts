@@ -37,9 +37,18 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
       "/:id/runs",
       ({ params, query, caller }) => {
         const workflow = manageableWorkflow(part, caller, params.id);
-        return { runs: part.runs.list(workflow.id, { limit: Math.min(query.limit ?? 50, MAX_RUNS_PAGE), status: query.status as never }) };
+        const limit = Math.min(query.limit ?? 50, MAX_RUNS_PAGE);
+        const runs = part.runs.list(workflow.id, { limit, status: query.status as never, before: query.before });
+        // A full page may have more behind it: the next page is the runs numbered below its last.
+        return { runs, nextBefore: runs.length === limit ? runs.at(-1)!.number : null };
       },
-      { query: t.Object({ limit: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_RUNS_PAGE, multipleOf: 1, title: "limit" })), status: t.Optional(status) }) },
+      {
+        query: t.Object({
+          limit: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_RUNS_PAGE, multipleOf: 1, title: "limit" })),
+          status: t.Optional(status),
+          before: t.Optional(t.Numeric({ minimum: 1, multipleOf: 1, title: "before" })),
+        }),
+      },
     )
     .get("/:id/runs/:runId", ({ params, caller }) => {
       const workflow = manageableWorkflow(part, caller, params.id);

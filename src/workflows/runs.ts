@@ -198,10 +198,15 @@ export class Runs {
     return run;
   }
 
-  /** A workflow's runs, newest first, each with the end of its events (see ListedRun). */
-  list(workflowId: string, options: { limit?: number; status?: RunStatus } = {}): ListedRun[] {
+  /**
+   * A workflow's runs, newest first, each with the end of its events (see
+   * ListedRun). `before`: only runs numbered below it, the next page after a
+   * page whose last run had that number.
+   */
+  list(workflowId: string, options: { limit?: number; status?: RunStatus; before?: number } = {}): ListedRun[] {
     const where: SQL[] = [eq(workflowRuns.workflowId, workflowId)];
     if (options.status) where.push(eq(workflowRuns.status, options.status));
+    if (options.before !== undefined) where.push(lt(workflowRuns.number, options.before));
     const rows = this.db.select().from(workflowRuns).where(and(...where)).orderBy(desc(workflowRuns.number)).limit(options.limit ?? 50).all();
     const previews = this.#eventPreviews(rows.map((r) => r.id));
     return rows.map((row) => {

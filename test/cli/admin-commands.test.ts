@@ -284,6 +284,7 @@ describe("the hatch CLI", () => {
       timeout: ["workflow", "add", "--project", "p", "--owner", "o@example.com", "--name", "W", "--command", "true", "--timeout", "1e1"],
       auditLimit: ["admin", "audit", "--limit", "0x10"],
       runsLimit: ["workflow", "runs", "--workflow", "any", "--limit", "2.0"],
+      runsBefore: ["workflow", "runs", "--workflow", "any", "--before", "0"],
       sinceNumber: ["admin", "audit", "--since", "1"],
       sinceNoDay: ["admin", "audit", "--since", "2026-02-30"],
       sinceNoHour: ["admin", "audit", "--since", "2026-11-24T25:00Z"],

@@ -26,4 +26,34 @@ describe("the run routes", () => {
     ]);
     expect(listed.events.at(-1)).toEqual({ ...whole.events.at(-1)!, text: "a".repeat(LISTED_EVENT_TEXT_CHARS), truncated: true });
   });
+
+  test("a long history reads page by page: each full page says where the next begins, and the last says there is none", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo done", { mode: "fresh" });
+    const fired = [];
+    for (let i = 0; i < 5; i++) fired.push((await member.client.post(`/api/workflows/${workflow.id}/runs`, {})).body.id);
+    for (const id of fired) await waitForRun(member.client, workflow.id, id);
+
+    const pages: number[][] = [];
+    let before: number | null = null;
+    do {
+      const page: { status: number; body: { runs: { number: number }[]; nextBefore: number | null } } = await member.client.get(`/api/workflows/${workflow.id}/runs?limit=2${before === null ? "" : `&before=${before}`}`);
+      expect(page.status).toBe(200);
+      pages.push(page.body.runs.map((r) => r.number));
+      before = page.body.nextBefore;
+    } while (before !== null && pages.length < 10);
+    // A last page that happens to be full costs one more, empty, read.
+    expect(pages).toEqual([[5, 4], [3, 2], [1]]);
+  });
+
+  test("a page start that is not a whole number of at least 1 gets 400 invalid_request, naming the field", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo done", { mode: "fresh" });
+    for (const before of ["0", "1.5", "soon"]) {
+      const answer = await member.client.get(`/api/workflows/${workflow.id}/runs?before=${before}`);
+      expect({ before, status: answer.status, code: answer.body.error?.code, mentions: String(answer.body.error?.message).includes('"before"') }).toEqual({ before, status: 400, code: "invalid_request", mentions: true });
+    }
+  });
 });

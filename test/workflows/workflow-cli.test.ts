@@ -76,6 +76,17 @@ describe("the workflow CLI", () => {
     expect((await cli(dir, ["workflow", "runs", "--workflow", workflow.id])).out.trim()).toBe(`#1 succeeded (manual) ${run.id}  "on it" background: "report ready"`);
   });
 
+  test("runs read page by page: --limit takes the newest, --before the runs below a number", async () => {
+    using dir = tempDataDir();
+    await cli(dir, ["admin", "user", "add", "--email", "owner@example.com", "--password", "owner pass 1"]);
+    await cli(dir, ["admin", "project", "add", "--slug", "demo", "--name", "Demo", "--owner", "owner@example.com"]);
+    const workflow = (await cli(dir, ["workflow", "add", "--project", "demo", "--owner", "owner@example.com", "--name", "Pager", "--command", "echo done", "--mode", "fresh", "--json"])).json();
+    await using hatch = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir }));
+    for (let i = 0; i < 3; i++) await hatch.workflows.engine.fire({ workflowId: workflow.id, trigger: { id: null, kind: "manual" }, source: { kind: "manual", userId: workflow.createdBy, email: "owner@example.com" } });
+    const numbers = async (...flags: string[]) => (await cli(dir, ["workflow", "runs", "--workflow", workflow.id, "--json", ...flags])).json().map((r: { number: number }) => r.number);
+    expect({ newest: await numbers("--limit", "2"), next: await numbers("--limit", "2", "--before", "2") }).toEqual({ newest: [3, 2], next: [1] });
+  });
+
   test("what members and webhook callers wrote reaches the operator's terminal with its control characters escaped, in text and in JSON", async () => {
     await using world = await startWorld();
     const project = await world.project();
