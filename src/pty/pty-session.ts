@@ -346,7 +346,13 @@ export class PtySession {
     if (this.#exitCode === null) {
       this.#process.kill("SIGHUP");
       // A program that ignores SIGHUP gets SIGKILL shortly after.
-      const exited = await Promise.race([this.#process.exited.then(() => true), delay(KILL_GRACE_MS).then(() => false)]);
+      // The grace timer is cancelled once the program exits: left running, it would hold a stopping server's process open.
+      const grace = new AbortController();
+      const exited = await Promise.race([
+        this.#process.exited.then(() => true),
+        delay(KILL_GRACE_MS, false, { signal: grace.signal }).catch(() => false),
+      ]);
+      grace.abort();
       if (!exited) this.#process.kill("SIGKILL");
     }
     // What the session started outside its process group (setsid, nohup under job control) ends with it too.

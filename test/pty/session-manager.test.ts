@@ -89,3 +89,10 @@ test("shutdown refuses new creates with 503 and ends a create that was still spa
     rmSync(base, { recursive: true, force: true });
   }
 });
+
+test("a disposed manager leaves nothing holding its embedder's process open (the kill grace of a shell that exited is cancelled)", async () => {
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, "../helpers/disposing-embedder.ts")], { stdout: "pipe", stderr: "inherit" });
+  const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+  // The unref'd timer prints only if something else kept the event loop alive for a second after the dispose.
+  expect({ code, out }).toEqual({ code: 0, out: "disposed\n" });
+});
