@@ -151,9 +151,15 @@ function proxyAddress(raw: string): string {
   return raw;
 }
 
+/** Different characters a secret key must hold: a random or generated key has far more; 32 spaces or one letter repeated has one. */
+const SECRET_KEY_MIN_DISTINCT = 8;
+
 function secretKey(raw: string): string {
   // Never echo the value: it is the master key.
   if (raw.length < 32) throw new ConfigError("Cannot use HATCH_SECRET_KEY: it must be at least 32 characters");
+  if (new Set(raw).size < SECRET_KEY_MIN_DISTINCT) {
+    throw new ConfigError(`Cannot use HATCH_SECRET_KEY: it must hold at least ${SECRET_KEY_MIN_DISTINCT} different characters (generate one with \`openssl rand -base64 32\`)`);
+  }
   return raw;
 }
 

@@ -49,6 +49,11 @@ describe("configuration", () => {
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).toThrow("at least 32 characters");
     // The key itself is never echoed in the error.
     expect(() => loadConfig({ HATCH_SECRET_KEY: "too-short-secret" })).not.toThrow("too-short-secret");
+    // Long enough but guessable: blank, or one character over and over.
+    for (const raw of [" ".repeat(32), "a".repeat(40), "abab".repeat(10)]) {
+      expect(() => loadConfig({ HATCH_SECRET_KEY: raw })).toThrow("Cannot use HATCH_SECRET_KEY: it must hold at least 8 different characters");
+    }
+    expect(loadConfig({ HATCH_SECRET_KEY: "correct horse battery staple, twice" }).secretKey).toBe("correct horse battery staple, twice");
   });
 
   test("the local URL of a server: a wildcard bind is reached on loopback, an IPv6 address is bracketed", () => {

@@ -161,7 +161,7 @@ describe("secrets", () => {
   });
 
   test("project secrets need an owner or admin; a bad id gets 400; deleting an absent secret gets 404", async () => {
-    await using world = await startWorld({ HATCH_SECRET_KEY: "k".repeat(40) });
+    await using world = await startWorld({ HATCH_SECRET_KEY: "a-test-key-of-more-than-32-characters" });
     const project = await world.project();
     const member = await world.signedIn(project, "member");
     const admin = await world.signedIn(project, "admin");
@@ -179,7 +179,7 @@ describe("secrets", () => {
   });
 
   test("a user's own secrets need no project: one removed from their last project still lists and deletes them; project secrets still need one", async () => {
-    await using world = await startWorld({ HATCH_SECRET_KEY: "k".repeat(40) });
+    await using world = await startWorld({ HATCH_SECRET_KEY: "a-test-key-of-more-than-32-characters" });
     const project = await world.project();
     const member = await world.signedIn(project, "member");
     const admin = await world.signedIn(project, "admin");
