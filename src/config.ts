@@ -170,7 +170,7 @@ function detectContainer(): boolean {
 /**
  * The address a client on this machine uses to reach a server bound to `host`
  * on `port`: a wildcard bind is reached on loopback, and an IPv6 literal is
- * bracketed, as a URL needs.
+ * bracketed, with any zone's "%" escaped, as a URL needs.
  *
  * @example
  * localUrl("0.0.0.0", 3100) // "http://127.0.0.1:3100"
@@ -178,5 +178,6 @@ function detectContainer(): boolean {
  */
 export function localUrl(host: string, port: number): string {
   const reachable = host === "0.0.0.0" || host === "::" ? "127.0.0.1" : host;
-  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
+  // A link-local address's zone (fe80::1%eth0) is written %25eth0 inside a URL (RFC 6874).
+  return `http://${reachable.includes(":") ? `[${reachable.replace("%", "%25")}]` : reachable}:${port}`;
 }

@@ -62,6 +62,7 @@ describe("configuration", () => {
     expect(localUrl("::", 3100)).toBe("http://127.0.0.1:3100");
     expect(localUrl("::1", 3100)).toBe("http://[::1]:3100");
     expect(localUrl("fd00::5", 8080)).toBe("http://[fd00::5]:8080");
+    expect(localUrl("fe80::1%eth0", 3100)).toBe("http://[fe80::1%25eth0]:3100");
     expect(localUrl("hatch.internal", 3100)).toBe("http://hatch.internal:3100");
   });
 });
