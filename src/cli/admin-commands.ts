@@ -231,7 +231,7 @@ export const adminCommands: Command[] = [
       if (!Settings.isKey(key)) throw notFound("setting_not_found", `Cannot find setting "${key}"`);
       return platform.settings.list(projectId).find((s) => s.key === key);
     },
-    human: (r) => (Array.isArray(r) ? r : [r]).map((s: SettingView) => settingLine(s, true)).join("\n"),
+    human: (r) => (Array.isArray(r) ? r : [r]).map((s: SettingView) => settingLine(s, true)),
   },
   {
     path: ["admin", "setting", "set"],

@@ -38,7 +38,7 @@ export const auditCommands: Command[] = [
       const projectId = v.server === true ? null : typeof v.project === "string" ? platform.projects.requireBySlug(v.project).id : undefined;
       return platform.audit.query({ projectId, action, since, limit }).map((entry) => named(platform, entry));
     },
-    human: (r) => (r as NamedAuditEntry[]).map(entryLine).join("\n") || "(no entries)",
+    human: (r) => ((r as NamedAuditEntry[]).length ? (r as NamedAuditEntry[]).map(entryLine) : "(no entries)"),
   },
 ];
 

@@ -25,7 +25,12 @@ export interface Command {
   options: Record<string, OptionSpec>;
   /** Returns a result printed as JSON with --json, else by `human`. */
   run(ctx: CommandContext, values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<unknown>;
-  human?(result: unknown): string;
+  /**
+   * The result for a person: text, or a listing as one string per row, each
+   * printed on one line (a line break a member or caller wrote into a field
+   * shows as `\n`, so it cannot fake a row).
+   */
+  human?(result: unknown): string | string[];
 }
 
 /** Raised for bad arguments: the CLI prints usage and exits non-zero. */

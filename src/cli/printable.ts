@@ -38,3 +38,11 @@ const REORDERING = /[\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 export function printableJson(value: unknown, indent?: number): string {
   return JSON.stringify(value, null, indent).replace(/[\x7f-\x9f]/g, unicodeEscape).replace(REORDERING, unicodeEscape);
 }
+
+/**
+ * What `human` returned, for the operator's terminal: text as printableText
+ * makes it, or a listing one row per line, a line break inside a row shown as `\n`.
+ */
+export function printableLines(human: string | string[]): string {
+  return typeof human === "string" ? printableText(human) : human.map((row) => printableText(row.replaceAll("\n", "\\n"))).join("\n");
+}

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, type HatchConfig } from "../config.ts";
 import { openDataDir } from "../db/index.ts";
 import { HatchError, openPlatform, type Platform } from "../platform/index.ts";
 import { UsageError, type Command, type CommandContext } from "./command.ts";
-import { printableJson, printableText } from "./printable.ts";
+import { printableJson, printableLines, printableText } from "./printable.ts";
 
 /** Where the CLI writes; injectable so tests can read it. */
 export interface CliIo {
@@ -16,6 +16,8 @@ export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 
 /** The code of a failure that is no HatchError, in --json output. */
 const COMMAND_FAILED = "command_failed";
+/** The code of a HATCH_* setting the CLI cannot use (exit 1). */
+const INVALID_CONFIG = "invalid_config";
 
 const SERVE_SUMMARY = "Run the service (web host and companion server)";
 const SERVE_USAGE = `usage: hatch serve\n${SERVE_SUMMARY}, configured by the HATCH_* environment variables (see the README)`;
@@ -65,12 +67,13 @@ export async function runCli(
       options: { ...command.options, json: { type: "boolean" }, help: { type: "boolean" } },
       allowPositionals: true,
       strict: true,
+      tokens: true,
     });
     if (parsed.values.help) {
       io.out(commandUsage(command));
       return EXIT.ok;
     }
-    checkArguments(command, parsed.values, parsed.positionals);
+    checkArguments(command, parsed.values, parsed.positionals, parsed.tokens);
   } catch (error) {
     io.err(`hatch: ${(error as Error).message}\n\n${commandUsage(command)}`);
     return EXIT.usage;
@@ -81,7 +84,7 @@ export async function runCli(
     config = loadConfig(options.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
-    io.err(`hatch: ${error.message}`);
+    io.err(parsed.values.json ? printableJson({ error: { code: INVALID_CONFIG, message: error.message } }) : `hatch: ${error.message}`);
     return EXIT.failed;
   }
   const ctx: CommandContext = {
@@ -91,7 +94,7 @@ export async function runCli(
   };
   try {
     const result = await command.run(ctx, parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
-    io.out(parsed.values.json || !command.human ? printableJson(result, 2) : printableText(command.human(result)));
+    io.out(parsed.values.json || !command.human ? printableJson(result, 2) : printableLines(command.human(result)));
     return EXIT.ok;
   } catch (error) {
     if (error instanceof UsageError) {
@@ -127,12 +130,20 @@ function findCommand(argv: string[], commands: Command[]): Command | undefined {
     .sort((a, b) => b.path.length - a.path.length)[0];
 }
 
-function checkArguments(command: Command, values: Record<string, unknown>, positionals: string[]): void {
+function checkArguments(command: Command, values: Record<string, unknown>, positionals: string[], tokens: { kind: string; name?: string }[]): void {
+  // parseArgs keeps the last of a repeated flag: a recalled line with a leftover `--project` would act on another project.
+  const given = new Set<string>();
+  for (const token of tokens) {
+    if (token.kind !== "option" || token.name === undefined) continue;
+    if (given.has(token.name)) throw new UsageError(`--${token.name} is given more than once`);
+    given.add(token.name);
+  }
   for (const [name, spec] of Object.entries(command.options)) {
     if (spec.required && (values[name] === undefined || values[name] === "")) throw new UsageError(`--${name} is required`);
   }
   const expected = command.positionals ?? [];
-  if (positionals.length > expected.length) throw new UsageError(`unexpected argument "${positionals[expected.length]}"`);
+  // Not echoed: it is most often the rest of an unquoted value, a password's second word among them.
+  if (positionals.length > expected.length) throw new UsageError(`unexpected argument at position ${expected.length + 1} (quote a value that holds spaces)`);
   const missing = expected.find((p, i) => p.required && positionals[i] === undefined);
   if (missing) throw new UsageError(`${missing.name} is required`);
 }

@@ -35,7 +35,7 @@ export const sourceCommands: Command[] = [
       platform.audit.write({ action: "source.add", projectId: p.id, target: source.slug, detail: { kind, root: source.root, via: "cli" } });
       return source;
     },
-    human: (r) => `added source ${describeSource(r as never)}`,
+    human: (r) => [`added source ${describeSource(r as never)}`],
   },
   {
     path: ["admin", "source", "list"],
@@ -45,7 +45,7 @@ export const sourceCommands: Command[] = [
       const platform = await ctx.platform();
       return storeOf(platform).list(platform.projects.requireBySlug(str(v, "project")).id);
     },
-    human: (r) => (r as never[]).map(describeSource).join("\n") || "(no sources)",
+    human: (r) => ((r as never[]).length ? (r as never[]).map(describeSource) : "(no sources)"),
   },
   ...(["enable", "disable"] as const).map(
     (verb): Command => ({
@@ -59,7 +59,7 @@ export const sourceCommands: Command[] = [
         platform.audit.write({ action: "source.update", projectId: p.id, target: source.slug, detail: { enabled: source.enabled, via: "cli" } });
         return source;
       },
-      human: (r) => describeSource(r as never),
+      human: (r) => [describeSource(r as never)],
     }),
   ),
   {
@@ -97,7 +97,7 @@ export const sourceCommands: Command[] = [
       platform.audit.write({ action: "source.rule", projectId: p.id, target: source.slug, detail: { ...rule, via: "cli" } });
       return rule;
     },
-    human: (r) => describeRule(r as SourceRule),
+    human: (r) => [describeRule(r as SourceRule)],
   },
   {
     path: ["admin", "source", "rule", "list"],
@@ -108,7 +108,7 @@ export const sourceCommands: Command[] = [
       const store = storeOf(platform);
       return store.rules(store.require(platform.projects.requireBySlug(str(v, "project")).id, str(v, "source")).id);
     },
-    human: (r) => (r as SourceRule[]).map(describeRule).join("\n") || "(no rules)",
+    human: (r) => ((r as SourceRule[]).length ? (r as SourceRule[]).map(describeRule) : "(no rules)"),
   },
   {
     path: ["admin", "source", "rule", "remove"],
@@ -124,7 +124,7 @@ export const sourceCommands: Command[] = [
       platform.audit.write({ action: "source.rule.remove", projectId: p.id, target: source.slug, detail: { ...rule, via: "cli" } });
       return rule;
     },
-    human: (r) => `removed ${describeRule(r as SourceRule)}`,
+    human: (r) => [`removed ${describeRule(r as SourceRule)}`],
   },
 ];
 

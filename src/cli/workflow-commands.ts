@@ -90,7 +90,7 @@ export const workflowCommands: Command[] = [
       const platform = await ctx.platform();
       return stores(platform).workflows.list(platform.projects.requireBySlug(str(v, "project")).id);
     },
-    human: (r) => (r as Workflow[]).map((w) => `${w.id}  ${w.name}  ${w.status}  ${w.mode}  ${w.schedule}  ${w.runner.kind}`).join("\n") || "(no workflows)",
+    human: (r) => ((r as Workflow[]).length ? (r as Workflow[]).map((w) => `${w.id}  ${w.name}  ${w.status}  ${w.mode}  ${w.schedule}  ${w.runner.kind}`) : "(no workflows)"),
   },
   {
     path: ["workflow", "reassign"],
@@ -137,7 +137,13 @@ export const workflowCommands: Command[] = [
     },
     human: (r) => {
       const t = r as { token: string; fireUrl: string };
-      return `${t.token}\nThis token is shown once. Fire with:\n  curl -X POST -H "Authorization: Bearer ${t.token}" -H "Content-Type: application/json" -d '{"text":"hello"}' ${t.fireUrl}`;
+      // The example reads the header from a file: a token typed on a command line is kept in shell history and shown by ps.
+      return [
+        t.token,
+        "This token is shown once. Fire with:",
+        `  curl -X POST -H @fire-header -H "Content-Type: application/json" -d '{"text":"hello"}' ${t.fireUrl}`,
+        `where fire-header (mode 0600) holds the line: Authorization: Bearer ${t.token}`,
+      ].join("\n");
     },
   },
   {
@@ -156,6 +162,6 @@ export const workflowCommands: Command[] = [
       const workflow = requireWorkflow(platform, str(v, "workflow"));
       return stores(platform).runs.list(workflow.id, { limit, before });
     },
-    human: (r) => (r as ListedRun[]).map(runLine).join("\n") || "(no runs)",
+    human: (r) => ((r as ListedRun[]).length ? (r as ListedRun[]).map(runLine) : "(no runs)"),
   },
 ];

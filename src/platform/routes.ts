@@ -7,6 +7,7 @@ import { AGENT_PACKAGE, FEATURES } from "./features.ts";
 import { requireJsonBody } from "./json-body.ts";
 import { LoginThrottle } from "./login-throttle.ts";
 import type { Platform } from "./platform.ts";
+import { MAX_EMAIL_LENGTH, MAX_PASSWORD_LENGTH } from "./users.ts";
 
 /** What the platform routes need besides the platform. */
 export interface PlatformRoutesOptions {
@@ -75,7 +76,7 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
         // JSON bodies only, whatever the body says: a cross-site HTML form can send a form-encoded or a text/plain body
         // (the latter can hold JSON), which would sign the visitor in as someone else (login CSRF).
         transform: requireJsonBody,
-        body: t.Object({ email: t.String({ maxLength: 320 }), password: t.String({ maxLength: 1024 }) }),
+        body: t.Object({ email: t.String({ maxLength: MAX_EMAIL_LENGTH }), password: t.String({ maxLength: MAX_PASSWORD_LENGTH }) }),
       },
     )
     .post("/api/auth/logout", async ({ cookie, sessionToken, request, server }) => {

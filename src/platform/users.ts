@@ -24,6 +24,10 @@ export interface VerifiedLogin {
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 /** Short passwords fall to offline guessing even under argon2id. */
 export const MIN_PASSWORD_LENGTH = 8;
+/** Longest password the login route takes (hashing costs per byte): a longer one could be set but never used. */
+export const MAX_PASSWORD_LENGTH = 1024;
+/** Longest email address (RFC 3696's 64 + 1 + 255), at create and at login alike. */
+export const MAX_EMAIL_LENGTH = 320;
 
 /** The user store: create, look up, verify a login. */
 export class Users {
@@ -40,6 +44,7 @@ export class Users {
   async create(email: string, password: string): Promise<User> {
     const normalized = normalizeEmail(email);
     if (!EMAIL.test(normalized)) throw badRequest("invalid_email", `Cannot create user: "${email}" is not an email address`);
+    if (normalized.length > MAX_EMAIL_LENGTH) throw badRequest("invalid_email", `Cannot create user: an email address has at most ${MAX_EMAIL_LENGTH} characters`);
     checkPassword(password, "Cannot create user");
     const exists = () => conflict("user_exists", `Cannot create user: "${normalized}" already exists`);
     if (this.findByEmail(normalized)) throw exists();
@@ -92,6 +97,7 @@ export class Users {
 
 function checkPassword(password: string, doing: string): void {
   if (password.length < MIN_PASSWORD_LENGTH) throw badRequest("weak_password", `${doing}: the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
+  if (password.length > MAX_PASSWORD_LENGTH) throw badRequest("password_too_long", `${doing}: the password must have at most ${MAX_PASSWORD_LENGTH} characters (the login takes no more)`);
 }
 
 /** The one spelling of an email address that hatch stores and compares. */

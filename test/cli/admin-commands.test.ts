@@ -346,3 +346,27 @@ describe("the hatch CLI", () => {
     expect(result.err).toContain("usage: hatch admin project add");
   });
 });
+
+describe("a password the CLI sets", () => {
+  test("user add and user password refuse a password longer than the login takes (1,024 characters), which could never be used", async () => {
+    using dir = tempDataDir();
+    // What `openssl rand -base64 1024 | hatch admin user add --email E --password-stdin` pipes in: 1,368 characters.
+    const long = Buffer.from(crypto.getRandomValues(new Uint8Array(1024))).toString("base64");
+    const added = await hatchCli(dir, ["admin", "user", "add", "--email", "long@example.com", "--password-stdin", "--json"], adminCommands, `${long}\n`);
+    expect({ code: added.code, error: JSON.parse(added.err).error.code }).toEqual({ code: 1, error: "password_too_long" });
+    expect((await hatchCli(dir, ["admin", "user", "add", "--email", "long@example.com", "--password", "a fine password"])).code).toBe(0);
+    const reset = await hatchCli(dir, ["admin", "user", "password", "--email", "long@example.com", "--password-stdin", "--json"], adminCommands, `${long}\n`);
+    expect({ code: reset.code, error: JSON.parse(reset.err).error.code }).toEqual({ code: 1, error: "password_too_long" });
+    // The longest it takes signs in.
+    const longest = "p".repeat(1023) + "q";
+    expect((await hatchCli(dir, ["admin", "user", "password", "--email", "long@example.com", "--password-stdin"], adminCommands, `${longest}\n`)).code).toBe(0);
+    await using hatch = await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir }));
+    expect((await new HttpClient(hatch.url).post("/api/auth/login", { email: "long@example.com", password: longest })).status).toBe(200);
+  });
+
+  test("user add refuses an email longer than the login takes (320 characters)", async () => {
+    using dir = tempDataDir();
+    const added = await hatchCli(dir, ["admin", "user", "add", "--email", `${"a".repeat(64)}@${"b".repeat(300)}.example`, "--password", "a fine password", "--json"]);
+    expect({ code: added.code, error: JSON.parse(added.err).error.code }).toEqual({ code: 1, error: "invalid_email" });
+  });
+});

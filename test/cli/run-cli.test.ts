@@ -1,0 +1,59 @@
+import { Database } from "bun:sqlite";
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { adminCommands, runCli } from "../../src/cli/index.ts";
+import { DATABASE_FILE } from "../../src/db/index.ts";
+import { hatchCli } from "../helpers/cli.ts";
+
+function tempDataDir(): string & Disposable {
+  const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
+  return Object.assign(dir, { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) }) as never;
+}
+
+describe("the CLI's argument parsing", () => {
+  test("a flag given twice is a usage error (exit 2), not silently the last value: member remove --project a --project b changes nothing", async () => {
+    using dir = tempDataDir();
+    await hatchCli(dir, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"]);
+    await hatchCli(dir, ["admin", "user", "add", "--email", "m@example.com", "--password", "member pass 1"]);
+    for (const slug of ["staging", "prod"]) {
+      await hatchCli(dir, ["admin", "project", "add", "--slug", slug, "--name", slug, "--owner", "o@example.com"]);
+      await hatchCli(dir, ["admin", "member", "add", "--project", slug, "--email", "m@example.com", "--role", "member"]);
+    }
+    // An edited history line: the operator meant staging, and the earlier --project prod was left in.
+    const removed = await hatchCli(dir, ["admin", "member", "remove", "--project", "prod", "--email", "m@example.com", "--project", "staging"]);
+    using db = new Database(join(dir, DATABASE_FILE), { readonly: true });
+    const memberships = db.query("SELECT p.slug FROM members m JOIN projects p ON p.id = m.project_id JOIN users u ON u.id = m.user_id WHERE u.email = 'm@example.com' ORDER BY p.slug").all();
+    expect({ code: removed.code, memberships }).toEqual({ code: 2, memberships: [{ slug: "prod" }, { slug: "staging" }] });
+  });
+});
+
+describe("the CLI's usage errors", () => {
+  test("the rest of an unquoted value (a password's second word) is refused with exit 2 without being printed", async () => {
+    using dir = tempDataDir();
+    const result = await hatchCli(dir, ["admin", "user", "add", "--email", "a@example.com", "--password", "correct", "horse-battery-staple"]);
+    expect({ code: result.code, echoed: result.err.includes("horse-battery-staple") }).toEqual({ code: 2, echoed: false });
+    expect(result.err).toStartWith("hatch: unexpected argument at position 1 (quote a value that holds spaces)");
+  });
+});
+
+describe("--json error output", () => {
+  test("a command that fails on a bad HATCH_* setting answers exit 1 with {error:{code,message}} under --json, as the README says of every exit-1 failure", async () => {
+    using dir = tempDataDir();
+    let out = "";
+    let err = "";
+    const code = await runCli(["admin", "setting", "get", "--json"], adminCommands, {
+      env: { HATCH_DATA_DIR: dir, HATCH_PORT: "not-a-port" },
+      io: { out: (t) => (out += t + "\n"), err: (t) => (err += t + "\n") },
+    });
+    expect({ code, out }).toEqual({ code: 1, out: "" });
+    let parsed: unknown = null;
+    try {
+      parsed = JSON.parse(err);
+    } catch {
+      parsed = `not JSON: ${err.trim()}`;
+    }
+    expect(parsed).toEqual({ error: { code: expect.any(String), message: expect.stringContaining("HATCH_PORT") } });
+  });
+});
