@@ -14,6 +14,12 @@ import { coreOf } from "./xterm-internals.ts";
  * rest of the chunk it was in: the parser goes back to its ground state and
  * `onError` hears of it, once per terminal.
  *
+ * Nor may one session's output keep the thread busy: xterm.js scrolls,
+ * inserts and deletes lines (SU, SD, IL, DL) and steps through tab stops
+ * (CHT, CBT) once per count, and `CSI 2147483647 S` would hold every
+ * session's mirror for some ten minutes. Past the screen's height (its width
+ * for tabs) a count changes nothing more, so such a count is cut to it.
+ *
  * @example
  * ```ts
  * guardParsing(terminal, (error) => console.error("hatch: a session's output could not be parsed:", error));
@@ -24,6 +30,9 @@ export function guardParsing(terminal: Terminal, onError: (error: unknown) => vo
   if (typeof handler?.parse !== "function") return;
   for (const prefix of [undefined, "?"]) {
     terminal.parser.registerCsiHandler({ prefix, final: "J" }, (params) => eraseAboveAtLastCell(terminal, handler, params, prefix === "?"));
+  }
+  for (const { final, run, bound } of COUNTED_SEQUENCES) {
+    terminal.parser.registerCsiHandler({ final }, (params) => countCut(handler, run, params, bound(terminal)));
   }
   const parse = handler.parse.bind(handler);
   let reported = false;
@@ -43,7 +52,35 @@ export function guardParsing(terminal: Terminal, onError: (error: unknown) => vo
 interface ParsingInternals {
   parse(data: string | Uint8Array, promiseResult?: boolean): void | Promise<boolean>;
   eraseInDisplay?(params: { params: number[] }, respectProtect?: boolean): boolean;
+  scrollUp?: CountedAction;
+  scrollDown?: CountedAction;
+  insertLines?: CountedAction;
+  deleteLines?: CountedAction;
+  cursorForwardTab?: CountedAction;
+  cursorBackwardTab?: CountedAction;
   _parser?: { reset?(): void };
+}
+
+type CountedAction = (params: { params: number[] }) => boolean;
+
+/** The sequences xterm.js repeats once per count, and the count past which a repeat changes nothing. */
+const COUNTED_SEQUENCES: { final: string; run: keyof ParsingInternals; bound: (terminal: Terminal) => number }[] = [
+  // A region has at most `rows` lines: that many scrolls, inserts or deletes leave it blank, and more leave it so.
+  { final: "S", run: "scrollUp", bound: (terminal) => terminal.rows },
+  { final: "T", run: "scrollDown", bound: (terminal) => terminal.rows },
+  { final: "L", run: "insertLines", bound: (terminal) => terminal.rows },
+  { final: "M", run: "deleteLines", bound: (terminal) => terminal.rows },
+  // Each step reaches the next stop or the row's edge: `cols` steps reach the edge from anywhere.
+  { final: "I", run: "cursorForwardTab", bound: (terminal) => terminal.cols },
+  { final: "Z", run: "cursorBackwardTab", bound: (terminal) => terminal.cols },
+];
+
+/** Run the sequence with its count cut to `bound`; false (xterm.js runs it as sent) when the count is within it. */
+function countCut(handler: ParsingInternals, run: keyof ParsingInternals, params: (number | number[])[], bound: number): boolean {
+  const count = params[0];
+  const action = handler[run] as CountedAction | undefined;
+  if (typeof count !== "number" || count <= bound || typeof action !== "function") return false;
+  return action.call(handler, { params: [bound] });
 }
 
 /**

@@ -3,6 +3,8 @@ import { MAX_WORKER_STARTS_PER_MINUTE, ParserThread, ScreenMirror } from "../../
 import { BREAKING_LINE_COUNT } from "../helpers/breakable-parser-worker.ts";
 import { parser } from "../helpers/parser-thread.ts";
 import { attach, encode } from "./mirror-fixture.ts";
+import { ParserHost } from "../../src/screen/parser-host.ts";
+import type { FromParser } from "../../src/screen/parser-protocol.ts";
 
 const BREAKABLE_WORKER = new URL("../helpers/breakable-parser-worker.ts", import.meta.url);
 const MIB = 1024 * 1024;
@@ -190,5 +192,55 @@ describe("a mirror whose PTY cannot be paused", () => {
     expect(client.buffer.active.getLine(0)!.translateToString(true)).toBe("top - 12:00:00 up 3 days");
     mirror.write(encode("\x1b[Htop - 12:00:01"));
     expect((await mirror.currentLine()).line).toBe("top - 12:00:01 up 3 days");
+  });
+});
+
+describe("output that would keep the shared parser thread busy", () => {
+  /** `promise`'s value, or "no answer" after `ms`. */
+  function within<T>(promise: Promise<T>, ms: number): Promise<T | "no answer"> {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    return Promise.race([promise, new Promise<"no answer">((resolve) => (timer = setTimeout(resolve, ms, "no answer")))]).finally(() => clearTimeout(timer));
+  }
+
+  for (const [name, sequence] of [
+    ["scroll up (SU, CSI Ps S)", "\x1b[2147483647S"],
+    ["insert lines (IL, CSI Ps L)", "\x1b[2147483647L"],
+  ] as const) {
+    test(`one session printing ${name} with xterm's largest count does not stall every other session's screen`, async () => {
+      const thread = new ParserThread();
+      try {
+        using bystander = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 1000 });
+        using attacker = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 1000 });
+        bystander.write(encode("$ make\r\nbuild ok\r\n"));
+        expect(await bystander.readLines(2)).toEqual(["$ make", "build ok"]);
+        // 15 bytes any program can print (`printf '\e[2147483647S'`, a crafted file that is cat'ed).
+        attacker.write(encode(sequence));
+        bystander.write(encode("$ ls\r\n"));
+        // Another user's session: its cursor line (input screening), its lines and a reconnect's snapshot.
+        expect(await within(bystander.readLines(3), 3000)).toEqual(["$ make", "build ok", "$ ls"]);
+        expect(await within(bystander.snapshot().then((s) => s.offset), 3000)).toBe(bystander.offset);
+      } finally {
+        // The worker is busy for minutes: stop it, not the test process.
+        thread.dispose();
+      }
+    });
+  }
+});
+
+describe("a closed terminal on the parser thread", () => {
+  test("a terminal closed with output still queued (a session destroyed, a mirror started over) is not parsed any more", async () => {
+    const parsedAfterClose: number[] = [];
+    let closed = false;
+    const host = new ParserHost((message: FromParser) => {
+      if (closed && message.op === "parsed") for (const [id, bytes] of message.counts) if (id === 1) parsedAfterClose.push(bytes);
+    });
+    host.handle({ op: "open", id: 1, cols: 80, rows: 24, scrollback: 1000 });
+    // 8 MiB queued, as a flooding session's mirror has when it is destroyed (or started over at 16 MiB).
+    for (let i = 0; i < 128; i++) host.handle({ op: "write", id: 1, chunk: lines(64 * 1024), state: { clean: true, resets: 0 } });
+    host.handle({ op: "close", id: 1 });
+    closed = true;
+    await Bun.sleep(1500);
+    // Nothing of it should be parsed after the close: the thread every session shares has better things to do.
+    expect({ bytesParsedAfterClose: parsedAfterClose.at(-1) ?? 0 }).toEqual({ bytesParsedAfterClose: 0 });
   });
 });

@@ -275,3 +275,21 @@ describe("snapshots", () => {
     expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
   });
 });
+
+describe("counts past the screen", () => {
+  test("scrolls, line inserts and deletes and tab steps with xterm's largest count leave the mirror as the screen's worth of them does", async () => {
+    // The bounded count is the screen's height (width for tabs): a reference given it is the mirror's model.
+    for (const [final, bounded] of [["S", 8], ["T", 8], ["L", 8], ["M", 8], ["I", 30], ["Z", 30]] as const) {
+      using subject = new MirrorUnderTest({ cols: 30, rows: 8, scrollback: 100 });
+      // Text on every row, a scroll region of rows 3-6 with the cursor inside it, tab stops every 8 columns.
+      subject.write(Array.from({ length: 8 }, (_, row) => `row ${row + 1} text`).join("\r\n") + "\x1b[3;6r\x1b[4;12H");
+      await subject.settled();
+      subject.mirror.write(encode(`\x1b[2147483647${final}x`));
+      await feed(subject.reference, `\x1b[${bounded}${final}x`);
+      await subject.mirror.settled();
+      const { client } = await attach(subject.mirror, 100);
+      expect({ final, state: screenState(client, subject.reference) }).toEqual({ final, state: screenState(subject.reference) });
+    }
+  });
+});
+

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { TERMINAL, attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
+import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { isAlive } from "../helpers/workflows.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -398,3 +398,23 @@ describe("local sources", () => {
     expect(pwd.body.output.trim()).toBe(source.root);
   });
 });
+
+describe("one session's output and everyone's screens", () => {
+  test("a program printing scroll-up with xterm's largest count (15 bytes) leaves other users' terminals their screen and their output", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const other = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "culprit" });
+    await createSession(other.client, { sourceSlug: "container-root", id: "bystander" });
+    const culprit = await attached(world, owner, "culprit");
+    await runAndSee(culprit, "printf 'before-%s\\n' $((6*7)); printf '\\033[2147483647S'", "before-42");
+    // Another user, another session: opening its terminal gets the screen, and a build log past the backlog at
+    // which the PTY pauses (4 MiB) still reaches its end.
+    const view = await openTerminal(world, other, "bystander");
+    await view.control("snapshot", () => true, 5000);
+    view.type("head -c 6000000 /dev/zero | tr '\\0' y; echo; echo built-$((6*7))\r");
+    await view.sees("built-42", 20_000);
+  }, 40_000);
+});
+
