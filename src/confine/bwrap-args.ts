@@ -49,6 +49,14 @@ export interface BwrapLayout {
 export const BWRAP_ISOLATION = ["--die-with-parent", "--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"];
 
 /**
+ * Size of a sandbox's /dev/shm, Docker's default. POSIX shared memory
+ * (Python's multiprocessing, browsers) needs it writable; left on bwrap's
+ * /dev tmpfs it could hold half the host's RAM per sandbox, memory no
+ * process's RSS shows, for the OOM killer to take out of hatch.
+ */
+export const DEV_SHM_BYTES = 64 * 1024 * 1024;
+
+/**
  * The arguments after the bwrap path and before the inner command.
  *
  * @example
@@ -60,7 +68,7 @@ export function bwrapArgs(layout: BwrapLayout): string[] {
   // No --clearenv: the helper's arguments (the program's env among them) arrive in bwrap's
   // environment, kept off its host-visible command line. The helper hands the program exactly
   // its --env list, and Landlock keeps the program from reading bwrap's PID 1's environ.
-  args.push("--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc");
+  args.push("--ro-bind", "/", "/", "--dev", "/dev", "--size", String(DEV_SHM_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc");
   const layered: { path: string; mount: string[] }[] = [
     ...layout.hide.map((dir) => ({ path: dir, mount: ["--tmpfs", dir] })),
     ...layout.conceal.map((hidden) => ({ path: hidden.path, mount: cover(hidden) })),

@@ -29,6 +29,11 @@ export const HOST_SECRET_PATHS: readonly string[] = [
   "/etc/credstore",
   "/etc/credstore.encrypted",
   "/var/lib/systemd/credential.secret",
+  // Where they are while services run: systemd's decrypted credentials (LoadCredential=, a natural home for
+  // HATCH_SECRET_KEY), Docker's secrets and Kubernetes' service-account token. bwrap hides /run anyway.
+  "/run/credentials",
+  "/run/secrets",
+  "/var/run/secrets",
   // Container runtimes' state: other containers' filesystems and secrets.
   "/var/lib/docker",
   "/var/lib/containerd",

@@ -9,7 +9,7 @@
  * const cmd = planConfinedCommand(spec, await probe(), { helper: defaultLandlockHelper() });
  * Bun.spawn(cmd.argv, { env: cmd.env, cwd: cmd.cwd, terminal: { cols: 80, rows: 24, data } });
  */
-export { type BwrapLayout, bwrapArgs, type HiddenPath } from "./bwrap-args.ts";
+export { type BwrapLayout, bwrapArgs, DEV_SHM_BYTES, type HiddenPath } from "./bwrap-args.ts";
 export { confinementUnavailable, confinementUnsupported, rootInvalid } from "./confine-errors.ts";
 export { type ConfineRoot, type ConfineSpec, isSystemPath, type ResolvedSpec, resolveConfineSpec } from "./confine-spec.ts";
 export {

@@ -11,9 +11,21 @@
  *   kernel checks only the uid. On itself (pid 0) it stays allowed: `ulimit`;
  * - a socket with IPPROTO_MPTCP, and `sendto`/`sendmsg`/`sendmmsg` with
  *   MSG_FASTOPEN: TCP connections Landlock's connect hook never sees;
- * - `io_uring_setup`: io_uring submits sends and connects past seccomp itself.
- * Each fails with EPERM. A foreign system-call ABI (x32, i386 on x86-64)
- * fails every call: its numbers differ, so the filter could not judge them.
+ * - `io_uring_setup`: io_uring submits sends and connects past seccomp itself;
+ * - a new user namespace (`unshare` or `clone` with CLONE_NEWUSER): inside it
+ *   the program holds every capability again, CAP_NET_ADMIN over nf_tables
+ *   among them, the usual road from an unprivileged process to kernel root
+ *   (bwrap refuses it with --disable-userns; Landlock alone needs this);
+ * - a set-user-ID or set-group-ID bit (`chmod`, `fchmod`, `fchmodat`, and the
+ *   mode of a file being created with `open`, `creat` or `mknod`): the file's
+ *   owner needs no capability to set it, and the program keeps uid 0, so a
+ *   tab that may write a directory other host accounts reach would leave
+ *   them a root shell.
+ * Each fails with EPERM. `clone3` and `openat2` pass their flags in memory,
+ * where a filter cannot look: they fail with ENOSYS, which libc takes as an
+ * older kernel and falls back to `clone` and `openat`. A foreign system-call
+ * ABI (x32, i386 on x86-64) fails every call: its numbers differ, so the
+ * filter could not judge them.
  *
  * Pure: it returns the instructions; `LinuxCalls.installSeccomp` loads them.
  */
@@ -26,6 +38,7 @@ const JSET_K = 0x45;
 const RET_K = 0x06;
 const RET_ALLOW = 0x7fff0000;
 const RET_EPERM = 0x00050000 | 1;
+const RET_ENOSYS = 0x00050000 | 38;
 
 /** Offsets into struct seccomp_data: nr, arch, then args[] as 64-bit values (the low word first on these little-endian ABIs). */
 const NR = 0;
@@ -34,23 +47,41 @@ const argLow = (i: number) => 16 + 8 * i;
 
 const IPPROTO_MPTCP = 262;
 const MSG_FASTOPEN = 0x20000000;
+const CLONE_NEWUSER = 0x10000000;
+/** S_ISUID | S_ISGID. */
+const SET_ID_BITS = 0o6000;
+/** O_CREAT | __O_TMPFILE: the open flags under which the mode argument counts (the same on x86-64 and arm64). */
+const CREATING = 0o100 | 0o20000000;
 /** x32 system calls on x86-64 carry this bit in their number. */
 const X32_SYSCALL_BIT = 0x40000000;
 
+type CallName =
+  | "socket" | "sendto" | "sendmsg" | "sendmmsg" | "prlimit64" | "add_key" | "request_key" | "keyctl" | "io_uring_setup"
+  | "unshare" | "clone" | "clone3" | "openat2" | "fchmod" | "fchmodat" | "fchmodat2" | "mknodat" | "openat";
+/** The calls only older ABIs have: arm64 has just their `*at` forms. */
+type LegacyCallName = "open" | "creat" | "chmod" | "mknod";
+
 interface ArchTable {
   audit: number;
-  nr: Record<"socket" | "sendto" | "sendmsg" | "sendmmsg" | "prlimit64" | "add_key" | "request_key" | "keyctl" | "io_uring_setup", number>;
+  nr: Record<CallName, number> & Partial<Record<LegacyCallName, number>>;
 }
 
 /** The ABIs hatch runs on (as `process.arch` names them). */
 export const SECCOMP_ARCHES: Record<"x64" | "arm64", ArchTable> = {
   x64: {
     audit: 0xc000003e,
-    nr: { socket: 41, sendto: 44, sendmsg: 46, sendmmsg: 307, prlimit64: 302, add_key: 248, request_key: 249, keyctl: 250, io_uring_setup: 425 },
+    nr: {
+      socket: 41, sendto: 44, sendmsg: 46, sendmmsg: 307, prlimit64: 302, add_key: 248, request_key: 249, keyctl: 250, io_uring_setup: 425,
+      unshare: 272, clone: 56, clone3: 435, openat2: 437, fchmod: 91, fchmodat: 268, fchmodat2: 452, mknodat: 259, openat: 257,
+      open: 2, creat: 85, chmod: 90, mknod: 133,
+    },
   },
   arm64: {
     audit: 0xc00000b7,
-    nr: { socket: 198, sendto: 206, sendmsg: 211, sendmmsg: 269, prlimit64: 261, add_key: 217, request_key: 218, keyctl: 219, io_uring_setup: 425 },
+    nr: {
+      socket: 198, sendto: 206, sendmsg: 211, sendmmsg: 269, prlimit64: 261, add_key: 217, request_key: 218, keyctl: 219, io_uring_setup: 425,
+      unshare: 97, clone: 220, clone3: 435, openat2: 437, fchmod: 52, fchmodat: 53, fchmodat2: 452, mknodat: 33, openat: 56,
+    },
   },
 };
 
@@ -64,20 +95,26 @@ export function seccompFilter(arch: string): Buffer {
   const table = SECCOMP_ARCHES[arch as keyof typeof SECCOMP_ARCHES];
   if (!table) throw new Error(`no seccomp table for architecture "${arch}"`);
   const { nr } = table;
+  /** A jump to `label` for each call of `names` this ABI has. */
+  const calls = (label: string, ...names: (CallName | LegacyCallName)[]): Step[] =>
+    names.flatMap((name) => (nr[name] === undefined ? [] : [{ op: JEQ_K, k: nr[name]!, jt: label }]));
   const steps: Step[] = [
     { op: LD_W_ABS, k: ARCH },
     { op: JEQ_K, k: table.audit, jf: "deny" },
     { op: LD_W_ABS, k: NR },
     ...(arch === "x64" ? [{ op: JGE_K, k: X32_SYSCALL_BIT, jt: "deny" }] : []),
-    { op: JEQ_K, k: nr.add_key, jt: "deny" },
-    { op: JEQ_K, k: nr.request_key, jt: "deny" },
-    { op: JEQ_K, k: nr.keyctl, jt: "deny" },
-    { op: JEQ_K, k: nr.io_uring_setup, jt: "deny" },
+    ...calls("deny", "add_key", "request_key", "keyctl", "io_uring_setup"),
+    ...calls("nosys", "clone3", "openat2"),
     { op: JEQ_K, k: nr.prlimit64, jt: "prlimit" },
     { op: JEQ_K, k: nr.socket, jt: "socket" },
     { op: JEQ_K, k: nr.sendto, jt: "flags3" },
     { op: JEQ_K, k: nr.sendmmsg, jt: "flags3" },
     { op: JEQ_K, k: nr.sendmsg, jt: "flags2" },
+    ...calls("newuser0", "unshare", "clone"),
+    ...calls("mode1", "chmod", "fchmod", "creat", "mknod"),
+    ...calls("mode2", "fchmodat", "fchmodat2", "mknodat"),
+    ...calls("create1", "open"),
+    ...calls("create2", "openat"),
     { op: RET_K, k: RET_ALLOW },
     { label: "prlimit" },
     { op: LD_W_ABS, k: argLow(0) },
@@ -91,10 +128,31 @@ export function seccompFilter(arch: string): Buffer {
     { label: "flags2" },
     { op: LD_W_ABS, k: argLow(2) },
     { op: JSET_K, k: MSG_FASTOPEN, jt: "deny", jf: "allow" },
+    { label: "newuser0" },
+    { op: LD_W_ABS, k: argLow(0) },
+    { op: JSET_K, k: CLONE_NEWUSER, jt: "deny", jf: "allow" },
+    // open(path, flags, mode) and openat(dirfd, path, flags, mode): the mode counts only when the call creates.
+    { label: "create1" },
+    { op: LD_W_ABS, k: argLow(1) },
+    { op: JSET_K, k: CREATING, jt: "mode2", jf: "allow" },
+    { label: "create2" },
+    { op: LD_W_ABS, k: argLow(2) },
+    { op: JSET_K, k: CREATING, jt: "mode3", jf: "allow" },
+    { label: "mode1" },
+    { op: LD_W_ABS, k: argLow(1) },
+    { op: JSET_K, k: SET_ID_BITS, jt: "deny", jf: "allow" },
+    { label: "mode2" },
+    { op: LD_W_ABS, k: argLow(2) },
+    { op: JSET_K, k: SET_ID_BITS, jt: "deny", jf: "allow" },
+    { label: "mode3" },
+    { op: LD_W_ABS, k: argLow(3) },
+    { op: JSET_K, k: SET_ID_BITS, jt: "deny", jf: "allow" },
     { label: "allow" },
     { op: RET_K, k: RET_ALLOW },
     { label: "deny" },
     { op: RET_K, k: RET_EPERM },
+    { label: "nosys" },
+    { op: RET_K, k: RET_ENOSYS },
   ];
   return assemble(steps);
 }

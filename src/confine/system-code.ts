@@ -9,10 +9,13 @@ import { join } from "node:path";
  * writable root inside one of these (a local source at /etc/cron.d, or at
  * /usr/local/bin, writable for its admins) would hand root of the host to
  * whoever may type in that tab, even where the operator revoked
- * terminal.container. The planner treats them as never writable. `/opt`,
- * `/srv` and `/var/lib` are left out: applications and their data live there.
+ * terminal.container. The planner treats them as never writable. `/run` is
+ * on the list too: root reads configuration there as it does in /etc
+ * (modprobe.d, whose `install` lines run at the next module autoload, systemd
+ * units, udev rules, tmpfiles.d), and its daemons' pid files and sockets.
+ * `/opt`, `/srv` and `/var/lib` are left out: applications and their data live there.
  */
-export const SYSTEM_CODE_PATHS: readonly string[] = ["/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/var/spool"];
+export const SYSTEM_CODE_PATHS: readonly string[] = ["/etc", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/var/spool", "/run"];
 
 /**
  * `SYSTEM_CODE_PATHS` and the dot entries directly in `home` (default root's):
