@@ -309,9 +309,10 @@ export class ScreenMirror {
       const pending = this.#scanner.pendingText();
       const waitLeft = deadline - performance.now();
       if (pending !== null || waitLeft <= 0) {
-        // Past the deadline a character unfinished inside a sequence is left out: the client
-        // may show one garbled character rather than never attaching.
-        return { ...taken, data: taken.data + (pending ?? "") };
+        // Past the deadline, a sequence whose start the scanner could not keep (a long OSC 52 or image, or one
+        // ending inside a character) is replaced by one the client ignores to the same end: the rest of it,
+        // which arrives after the snapshot, is then taken in rather than printed as text.
+        return { ...taken, data: taken.data + (pending ?? this.#scanner.restAbsorber ?? "") };
       }
       await this.#nextWrite(waitLeft);
     }

@@ -28,8 +28,8 @@ const BYTE_ORDER_MARK = 0xfeff;
 
 /**
  * Bytes of an unfinished sequence kept so a snapshot can hand them on. An
- * unfinished sequence longer than this (a large OSC 52 or image) is given up
- * and the snapshot waits for it to finish instead.
+ * unfinished sequence longer than this (a large OSC 52 or image) is given up:
+ * a snapshot taken inside it gives the client `restAbsorber` instead.
  */
 const MAX_TAIL_BYTES = 64 * 1024;
 
@@ -122,6 +122,21 @@ export class StreamScanner {
    */
   get splitCharacterStart(): number | null {
     return this.#state === GROUND && this.#utf8Need > 0 ? this.#charStart : null;
+  }
+
+  /**
+   * Text that opens a string sequence a terminal ignores to its end, which
+   * ends where the unfinished one does: after it, the rest of the unfinished
+   * sequence is taken in and dropped rather than printed. For a client whose
+   * snapshot cannot carry the sequence's own start (see pendingText); null
+   * outside an OSC, DCS, SOS, PM or APC string.
+   */
+  get restAbsorber(): string | null {
+    // xterm.js aborts an OSC whose identifier is not a number, and ignores it up to BEL, ST, CAN or SUB.
+    if (this.#state === OSC_STRING) return "\x1b]x";
+    // An APC is ignored up to ST, CAN or SUB: where a DCS, SOS or PM ends too.
+    if (this.#state === OTHER_STRING) return "\x1b_";
+    return null;
   }
 
   /**

@@ -276,6 +276,35 @@ describe("snapshots", () => {
   });
 });
 
+describe("long sequences", () => {
+  test("a snapshot taken while the program is stalled inside a long sequence (an OSC 52 copy or an inline image paused by flow control) does not print the rest of it as text", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 6, scrollback: 100 });
+    subject.write("$ printf '\\e]52;c;%s\\a' \"$(base64 big.txt)\"\r\n");
+    subject.write("\x1b]52;c;");
+    // 80 KiB of base64 in 4 KiB reads, then the PTY is paused (a lagging holder) or the program stalls.
+    for (let i = 0; i < 20; i++) subject.write("QUFB".repeat(1024));
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    // The program goes on: the rest of the sequence, then the prompt.
+    const rest = `${"QUFB".repeat(10)}\x07\r\n$ `;
+    subject.write(rest);
+    await Promise.all([feed(client, rest), subject.settled()]);
+    expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+  });
+
+  test("a snapshot taken inside a long DCS (an inline image) takes in the rest of it too, and the program's text after it shows", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 6, scrollback: 100 });
+    subject.write("$ img2sixel photo.png\r\n\x1bPq#0;2;0;0;0");
+    for (let i = 0; i < 20; i++) subject.write("~-".repeat(2048));
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    const rest = `${"~-".repeat(10)}\x1b\\\r\ndone\r\n$ `;
+    subject.write(rest);
+    await Promise.all([feed(client, rest), subject.settled()]);
+    expect(screenState(client, subject.reference)).toEqual(screenState(subject.reference));
+  });
+});
+
 describe("counts past the screen", () => {
   test("scrolls, line inserts and deletes and tab steps with xterm's largest count leave the mirror as the screen's worth of them does", async () => {
     // The bounded count is the screen's height (width for tabs): a reference given it is the mirror's model.
