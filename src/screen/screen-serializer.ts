@@ -5,7 +5,7 @@ import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
 import { type CellAttributes, sgr } from "./sgr.ts";
 import { tabStopSequence } from "./tab-stops.ts";
-import { bufferInternals, coreOf } from "./xterm-internals.ts";
+import { bufferInternals, cellLinkId, coreOf } from "./xterm-internals.ts";
 
 /**
  * DECSTBM to rows 1-2 (cursor goes home). While the history is written, every
@@ -119,9 +119,10 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   if (isCursorHidden(terminal)) data += HIDE_CURSOR;
   data += titleSequence(terminal);
   // Last, once nothing more is printed: text the program prints next belongs to the link it left open. The SGR
-  // again first: addon-serialize ended the screen with an SGR 4 that xterm.js reports for the link, not for the text.
-  const openLink = current && links(current);
-  return openLink ? `${data}${sgr(current)}${openLink}` : data;
+  // again first: addon-serialize ended the screen with an SGR 4 that xterm.js reports for the link, not for the
+  // text; so also for a link whose data xterm.js dropped with the line it was opened on, which no opener restores.
+  if (!current || cellLinkId(current) === 0) return data;
+  return `${data}${sgr(current)}${links(current) ?? ""}`;
 }
 
 /**

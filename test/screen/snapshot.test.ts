@@ -305,6 +305,20 @@ describe("long sequences", () => {
   });
 });
 
+describe("hyperlinks", () => {
+  test("a hyperlink left open whose line was cleared: once the program closes it, a reconnected client underlines nothing more", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 6, scrollback: 100 });
+    // `ls --hyperlink` interrupted inside a link, then `clear`: xterm.js drops the link's data with the line, and
+    // the text printed after it still carries the link, which no snapshot can open again (it has no target).
+    subject.write("$ ls --hyperlink=always\r\n\x1b]8;;file:///srv/a.txt\x1b\\a.t^C\r\n$ clear\r\n");
+    subject.write("\x1b[H\x1b[2J\x1b[3J$ ");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    // The program's next output closes the link: from there nothing is underlined, on the client as on the reference.
+    await expectSameAfter(subject, client, "\x1b]8;;\x1b\\echo done\r\ndone\r\n$ ", expect, "the link closed after the snapshot");
+  });
+});
+
 describe("counts past the screen", () => {
   test("scrolls, line inserts and deletes and tab steps with xterm's largest count leave the mirror as the screen's worth of them does", async () => {
     // The bounded count is the screen's height (width for tabs): a reference given it is the mirror's model.
