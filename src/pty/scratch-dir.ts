@@ -1,4 +1,5 @@
-import { chmod, lstat, mkdir, opendir, readdir, rm, stat } from "node:fs/promises";
+import { constants } from "node:fs";
+import { chmod, lstat, mkdir, open, opendir, readdir, rm, stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { killMarkedProcesses, scratchMarks } from "./marked-processes.ts";
 import { mountsAtOrBelow } from "./mount-points.ts";
@@ -89,9 +90,20 @@ export async function removeTree(path: string): Promise<void> {
   }
 }
 
+/** Linux's O_PATH, which node:fs does not name: a descriptor for a place, opened without read permission. */
+const O_PATH = 0o10000000;
+
 async function openToOwner(dir: string): Promise<void> {
-  if (!(await lstat(dir).catch(() => null))?.isDirectory()) return;
-  await chmod(dir, PRIVATE_DIR_MODE).catch(() => {});
+  // Through a descriptor opened without following a link: a program still running could swap the directory for a
+  // symlink between a check and a chmod by path, and have the service chmod what the link points at. O_PATH opens
+  // a directory its mode closes (chmod 000, the reason for this walk); chmod through /proc reaches that very inode.
+  const handle = await open(dir, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => null);
+  if (!handle) return;
+  try {
+    await chmod(`/proc/self/fd/${handle.fd}`, PRIVATE_DIR_MODE).catch(() => {});
+  } finally {
+    await handle.close();
+  }
   for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
     if (entry.isDirectory()) await openToOwner(join(dir, entry.name));
   }
