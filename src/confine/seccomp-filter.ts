@@ -16,11 +16,13 @@
  *   the program holds every capability again, CAP_NET_ADMIN over nf_tables
  *   among them, the usual road from an unprivileged process to kernel root
  *   (bwrap refuses it with --disable-userns; Landlock alone needs this);
- * - a set-user-ID or set-group-ID bit (`chmod`, `fchmod`, `fchmodat`, and the
- *   mode of a file being created with `open`, `creat` or `mknod`): the file's
- *   owner needs no capability to set it, and the program keeps uid 0, so a
- *   tab that may write a directory other host accounts reach would leave
- *   them a root shell.
+ * - a set-user-ID bit (`chmod`, `fchmod`, `fchmodat`, and the mode of a file
+ *   being created with `open`, `creat` or `mknod`): the file's owner needs no
+ *   capability to set it, and the program keeps uid 0, so a tab that may
+ *   write a directory other host accounts reach would leave them a root
+ *   shell. The set-group-ID bit stays allowed: a filter cannot tell a file
+ *   from a directory, and on directories it is everyday (group-shared trees,
+ *   git's shared repositories set it on every directory they make).
  * Each fails with EPERM. `clone3` and `openat2` pass their flags in memory,
  * where a filter cannot look: they fail with ENOSYS, which libc takes as an
  * older kernel and falls back to `clone` and `openat`. A foreign system-call
@@ -48,8 +50,8 @@ const argLow = (i: number) => 16 + 8 * i;
 const IPPROTO_MPTCP = 262;
 const MSG_FASTOPEN = 0x20000000;
 const CLONE_NEWUSER = 0x10000000;
-/** S_ISUID | S_ISGID. */
-const SET_ID_BITS = 0o6000;
+/** S_ISUID. */
+const SET_USER_ID = 0o4000;
 /** O_CREAT | __O_TMPFILE: the open flags under which the mode argument counts (the same on x86-64 and arm64). */
 const CREATING = 0o100 | 0o20000000;
 /** x32 system calls on x86-64 carry this bit in their number. */
@@ -140,13 +142,13 @@ export function seccompFilter(arch: string): Buffer {
     { op: JSET_K, k: CREATING, jt: "mode3", jf: "allow" },
     { label: "mode1" },
     { op: LD_W_ABS, k: argLow(1) },
-    { op: JSET_K, k: SET_ID_BITS, jt: "deny", jf: "allow" },
+    { op: JSET_K, k: SET_USER_ID, jt: "deny", jf: "allow" },
     { label: "mode2" },
     { op: LD_W_ABS, k: argLow(2) },
-    { op: JSET_K, k: SET_ID_BITS, jt: "deny", jf: "allow" },
+    { op: JSET_K, k: SET_USER_ID, jt: "deny", jf: "allow" },
     { label: "mode3" },
     { op: LD_W_ABS, k: argLow(3) },
-    { op: JSET_K, k: SET_ID_BITS, jt: "deny", jf: "allow" },
+    { op: JSET_K, k: SET_USER_ID, jt: "deny", jf: "allow" },
     { label: "allow" },
     { op: RET_K, k: RET_ALLOW },
     { label: "deny" },

@@ -94,18 +94,20 @@ export async function removeTree(path: string): Promise<void> {
 const O_PATH = 0o10000000;
 
 async function openToOwner(dir: string): Promise<void> {
-  // Through a descriptor opened without following a link: a program still running could swap the directory for a
-  // symlink between a check and a chmod by path, and have the service chmod what the link points at. O_PATH opens
-  // a directory its mode closes (chmod 000, the reason for this walk); chmod through /proc reaches that very inode.
+  // A program still running could swap a directory for a symlink, or rename one above it, between a check and a
+  // chmod by path, and have the service chmod what the link points at. So each directory is opened once, without
+  // following a link, and everything below is reached through that descriptor (/proc/self/fd/N/name), never by
+  // path again. O_PATH opens a directory its mode closes (chmod 000, the reason for this walk).
   const handle = await open(dir, O_PATH | constants.O_DIRECTORY | constants.O_NOFOLLOW).catch(() => null);
   if (!handle) return;
   try {
-    await chmod(`/proc/self/fd/${handle.fd}`, PRIVATE_DIR_MODE).catch(() => {});
+    const opened = `/proc/self/fd/${handle.fd}`;
+    await chmod(opened, PRIVATE_DIR_MODE).catch(() => {});
+    for (const entry of await readdir(opened, { withFileTypes: true }).catch(() => [])) {
+      if (entry.isDirectory()) await openToOwner(join(opened, entry.name));
+    }
   } finally {
     await handle.close();
-  }
-  for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
-    if (entry.isDirectory()) await openToOwner(join(dir, entry.name));
   }
 }
 

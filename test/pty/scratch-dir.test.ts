@@ -206,3 +206,50 @@ test("isScratchDirName accepts exactly the generated pattern", () => {
     false,
   ]);
 });
+
+describe("removing a scratch dir its program locked, while the program still runs", () => {
+  test("a directory the walk already listed, swapped for a symlink before its subdirectories are opened, does not make the service chmod the link's target", () => {
+    const base = mkdtempSync(join(tmpdir(), "hatch-scratch-swap-"));
+    // Directories of the service's user outside the scratch dir that other accounts read (a shared source, say).
+    const victim = join(base, "victim");
+    const names = Array.from({ length: 3000 }, (_, i) => `d${i}`);
+    mkdirSync(victim, { mode: 0o755 });
+    for (const name of names) mkdirSync(join(victim, name), { mode: 0o755 });
+    // The program (same uid as a server that is not root) locks `a`, so the removal walks the tree, and swaps
+    // `a` for a link to the victim once the walk has opened and listed it.
+    const script = [
+      `import { createScratchDir } from ${JSON.stringify(join(import.meta.dir, "../../src/pty/scratch-dir.ts"))};`,
+      `import { chmodSync, mkdirSync, renameSync, statSync, symlinkSync } from "node:fs";`,
+      `const scratch = await createScratchDir(${JSON.stringify(join(base, "scratch"))});`,
+      `const a = scratch.path + "/a";`,
+      `mkdirSync(a);`,
+      `for (const name of ${JSON.stringify(names)}) mkdirSync(a + "/" + name);`,
+      `chmodSync(a, 0);`,
+      `let swapped = false;`,
+      `const poll = setInterval(() => {`,
+      `  if (swapped || (statSync(a).mode & 0o777) !== 0o700) return;`,
+      `  swapped = true;`,
+      `  setTimeout(() => { renameSync(a, a + ".moved"); symlinkSync(${JSON.stringify(victim)}, a); }, 5);`,
+      `}, 0);`,
+      `await scratch.remove();`,
+      `clearInterval(poll);`,
+      `console.log(swapped ? "SWAPPED" : "NOT-SWAPPED");`,
+    ].join("\n");
+    const file = join(base, "remove.ts");
+    writeFileSync(file, script);
+    Bun.spawnSync(["chown", "-R", "65534:65534", base]);
+    const asNobody = process.getuid!() === 0 ? ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] : [];
+    const result = Bun.spawnSync([...asNobody, process.execPath, file], { env: { PATH: process.env.PATH!, HOME: base } });
+    try {
+      const narrowed = names.filter((name) => mode(join(victim, name)) !== 0o755);
+      expect({ out: result.stdout.toString().trim(), narrowed: narrowed.length, example: narrowed.slice(0, 2).map((n) => `${n} ${mode(join(victim, n)).toString(8)}`) }).toEqual({
+        out: "SWAPPED",
+        narrowed: 0,
+        example: [],
+      });
+    } finally {
+      Bun.spawnSync(["chmod", "-R", "u+rwx", base]);
+      rmSync(base, { recursive: true, force: true });
+    }
+  }, 60000);
+});
