@@ -341,6 +341,7 @@ export class PtySession {
     this.#destroyed = true;
     this.#closing.abort();
     if (this.#resizeInterval) clearTimeout(this.#resizeInterval);
+    await this.views.catchUpBeforeEnd(FINAL_CATCH_UP_WAIT_MS);
     this.views.announce({ type: "exit", code: this.#exitCode, reason });
     this.views.closeAll(CLOSE_SESSION_ENDED, reason.slice(0, 120));
     if (this.#exitCode === null) {
@@ -383,6 +384,8 @@ const MIRROR_BACKLOG_RESUME_BYTES = 1024 * 1024;
  * meanwhile, small enough that a script cannot queue without bound.
  */
 const MAX_QUEUED_INPUTS = 64;
+/** Longest a session's end waits for the snapshots of views that fell behind (a snapshot normally takes milliseconds). */
+const FINAL_CATCH_UP_WAIT_MS = 1000;
 /** Time a killed program gets to exit before SIGKILL. */
 const KILL_GRACE_MS = 2000;
 

@@ -279,6 +279,22 @@ export class SessionViews {
     if (tail.length) this.#send(view, tail);
   }
 
+  /**
+   * Before the session ends: each view that fell behind (lagging, or waiting
+   * for its catch-up) is sent the screen as the program left it. Otherwise a
+   * second tab or a supervisor that lagged during the last burst would be
+   * closed on a stale screen, and with the session gone, no reconnect could
+   * show it the rest. A snapshot not had within `waitMs` is given up.
+   */
+  async catchUpBeforeEnd(waitMs: number): Promise<void> {
+    const behind = [...this.#views.values()].filter((view) => !view.closed && (view.lagging || view.catchingUp));
+    if (behind.length === 0) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const givenUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, waitMs)));
+    await Promise.race([Promise.all(behind.map((view) => this.#sendSnapshot(view).catch(() => {}))), givenUp]);
+    clearTimeout(timer);
+  }
+
   /** Close every view (session destroyed). */
   closeAll(code: number, reason: string): void {
     for (const view of [...this.#views.values()]) {

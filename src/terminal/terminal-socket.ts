@@ -13,12 +13,16 @@ import { AccessGate } from "./access-gate.ts";
 import { keepAlive } from "./keep-alive.ts";
 import { CLOSE, closeCodeFor, decideViewAccess } from "./view-access.ts";
 
+/** Largest frame a client may send; ws closes the connection with 1009 past it. */
+export const MAX_FRAME_BYTES = 2 << 20;
+
 /** How often an open connection's access is decided again when it sends nothing (input is checked as it arrives). */
 export const ACCESS_RECHECK_MS = 10_000;
 
 const ClientMessage = TypeCompiler.Compile(
   Type.Union([
-    Type.Object({ type: Type.Literal("input"), data: Type.String({ maxLength: 1 << 20 }) }),
+    // No length here: a frame is at most MAX_FRAME_BYTES, and an input over the session's burst gets a notice, not a close.
+    Type.Object({ type: Type.Literal("input"), data: Type.String() }),
     Type.Object({ type: Type.Literal("resize"), cols: Type.Integer({ minimum: MIN_COLS, maximum: MAX_COLS }), rows: Type.Integer({ minimum: MIN_ROWS, maximum: MAX_ROWS }) }),
     Type.Object({ type: Type.Literal("takeControl") }),
     Type.Object({ type: Type.Literal("ack"), bytes: Type.Integer({ minimum: 0, maximum: 1 << 30 }) }),
@@ -45,7 +49,7 @@ export interface TerminalSocketOptions {
  * resolved exactly as on the HTTP routes before any supervise comparison.
  */
 export function terminalUpgradeHandler(options: TerminalSocketOptions) {
-  const wss = new WebSocketServer({ noServer: true, maxPayload: 2 << 20 });
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
   return function onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
     const upgrade = parseTerminalUpgrade(request.headers, request.url);
     if (typeof upgrade === "string") {
@@ -146,6 +150,9 @@ function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessG
     message = null;
   }
   if (!ClientMessage.Check(message)) {
+    // Detached now, as on a lost access: ws goes on delivering frames until the client answers the close
+    // (up to 30 s), and this view must not type, hold the lease or keep the session watched meanwhile.
+    session.detach(view);
     ws.close(CLOSE.badMessage, "Expected a JSON message: input, resize, takeControl or ack");
     return;
   }
