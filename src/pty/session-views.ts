@@ -257,7 +257,8 @@ export class SessionViews {
     this.#sendSnapshot(view).catch((error: unknown) => {
       if (view.closed) return;
       console.error(`hatch: cannot send session ${this.sessionId} a snapshot:`, error);
-      view.closed = true;
+      // Detached now, not when the close handshake ends: until then it would hold the lease, and a PTY paused for it.
+      this.detach(view);
       view.sink.close(CLOSE_INTERNAL_ERROR, "The screen could not be sent");
     });
   }

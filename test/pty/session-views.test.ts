@@ -256,7 +256,7 @@ describe("session views", () => {
     expect(reader.controls.at(-1)).toEqual({ type: "lease", viewId: second.id, userId: "b", you: false });
   });
 
-  test("a view that cannot be sent a snapshot is closed with 1011 instead of being left without output", async () => {
+  test("a view that cannot be sent a snapshot is closed with 1011 instead of being left without output, and detached at once", async () => {
     const thread = new ParserThread();
     const mirror = new ScreenMirror({ parser: thread, cols: 80, rows: 24, scrollback: 100 });
     const set = new SessionViews("s", { mirror, instance: "i1", pauseOutput: () => true, resumeOutput: () => {} });
@@ -272,6 +272,8 @@ describe("session views", () => {
       console.error = log;
     }
     expect(closes).toEqual([[1011, "The screen could not be sent"]]);
+    // Not left holding the lease until its client answers the close.
+    expect({ leaseHolder: set.leaseHolder, views: set.size }).toEqual({ leaseHolder: null, views: 0 });
     expect(errors).toEqual([expect.stringContaining("hatch: cannot send session s a snapshot: Error: Cannot snapshot screen: the parser thread is stopped")]);
   });
 
