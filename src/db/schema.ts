@@ -242,17 +242,12 @@ export const workflowTriggers = sqliteTable(
 );
 
 /**
- * The runs still under way (queued, waiting to retry, running), as the SQL that
- * both the partial index and the queries that should use it say word for word.
- */
-export const isUnfinishedRun = sql.raw(`"status" IN ('queued', 'waiting-retry', 'running')`);
-
-/**
  * One row per fire that was accepted. It is written on the fire endpoint's
- * path, so it carries only the indexes reads need (bench/fire.ts): ids are
+ * path, so it carries only the index every read needs (bench/fire.ts): ids are
  * time-ordered, `project_id` is a copy of the workflow's (the workflow's foreign
- * key already cascades), `trigger_id` has no foreign key (a run outlives its
- * trigger), and the runs under way have a partial index that finished runs leave.
+ * key already cascades), and `trigger_id` has no foreign key (a run outlives its
+ * trigger). No status index: what reads runs by status reads one workflow's
+ * (its index), the few the pool is running (by id), or all of them once at start.
  */
 export const workflowRuns = sqliteTable(
   "workflow_runs",
@@ -278,13 +273,7 @@ export const workflowRuns = sqliteTable(
     finishedAt: integer("finished_at"),
     retryAt: integer("retry_at"),
   },
-  (t) => [
-    uniqueIndex("workflow_runs_number").on(t.workflowId, t.number),
-    // Partial: only the few runs under way are in it, so a fire pays little, and the sweep for revoked creators
-    // (every 15 s) reads those few instead of every run ever kept. The statuses are literals, not parameters:
-    // SQLite uses a partial index only when it can see that the query's WHERE implies the index's.
-    index("workflow_runs_unfinished").on(t.queuedAt, t.number).where(isUnfinishedRun),
-  ],
+  (t) => [uniqueIndex("workflow_runs_number").on(t.workflowId, t.number)],
 );
 
 /** The events a run produced, in order. */

@@ -1,5 +1,5 @@
 import { and, asc, desc, eq, getTableColumns, inArray, lt, sql, type SQL } from "drizzle-orm";
-import { GroupCommit, isUnfinishedRun, workflowRunEvents, workflowRuns, type Db, type GroupCommitStats } from "../db/index.ts";
+import { GroupCommit, workflowRunEvents, workflowRuns, type Db, type GroupCommitStats } from "../db/index.ts";
 import { HatchError, notFound } from "../platform/index.ts";
 import type { ThreadTurn } from "./prompt.ts";
 import { RunEventLog, type StoredRunEvent } from "./run-event-log.ts";
@@ -83,6 +83,7 @@ export const RUN_NOT_RECORDED = "run_not_recorded";
 
 /** Statuses a run never leaves. */
 export const FINISHED_STATUSES: readonly RunStatus[] = ["succeeded", "failed", "cancelled"];
+const UNFINISHED: RunStatus[] = ["queued", "waiting-retry", "running"];
 
 /** How much of a one-thread workflow's past a run is given. */
 export interface ThreadLimit {
@@ -215,9 +216,21 @@ export class Runs {
     });
   }
 
-  /** Runs not finished, oldest first: what a restarted server picks up, and what the access sweep reads (a partial index holds just these). */
-  unfinished(): Run[] {
-    return this.db.select().from(workflowRuns).where(isUnfinishedRun).orderBy(asc(workflowRuns.queuedAt), asc(workflowRuns.number)).all().map((r) => toRun(r, []));
+  /**
+   * Runs not finished, oldest first, without their events: of one workflow
+   * (read through its index), of the given ids, or of every workflow, which
+   * scans the table and is for a start (what a restarted server picks up).
+   */
+  unfinished(among: { workflowId?: string; ids?: readonly string[] } = {}): Run[] {
+    return this.unfinishedQuery(among).all().map((r) => toRun(r, []));
+  }
+
+  /** The query `unfinished` runs (its plan is tested: the sweeps must not scan every run ever kept). */
+  unfinishedQuery(among: { workflowId?: string; ids?: readonly string[] } = {}) {
+    const where: SQL[] = [inArray(workflowRuns.status, UNFINISHED)];
+    if (among.workflowId !== undefined) where.push(eq(workflowRuns.workflowId, among.workflowId));
+    if (among.ids !== undefined) where.push(inArray(workflowRuns.id, [...among.ids]));
+    return this.db.select().from(workflowRuns).where(and(...where)).orderBy(asc(workflowRuns.queuedAt), asc(workflowRuns.number));
   }
 
   /** Where a working run's events are written: numbered after the run's last, a batch per transaction. */

@@ -82,6 +82,11 @@ export class WorkerPool implements AsyncDisposable {
     return "aborted";
   }
 
+  /** The ids of the jobs running now. */
+  runningIds(): string[] {
+    return [...this.#running.keys()];
+  }
+
   /** Counts for operators and tests; `peakRunning` proves the bound. */
   stats(): { size: number; running: number; queued: number; delayed: number; peakRunning: number } {
     return { size: this.options.size, running: this.#running.size, queued: this.#queue.length, delayed: this.#delayed.size, peakRunning: this.#peak };

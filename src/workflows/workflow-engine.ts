@@ -138,7 +138,10 @@ export class WorkflowEngine implements AsyncDisposable {
     const { runs, workflows, pool, platform } = this.options;
     const stopped: Promise<void>[] = [];
     const ids: string[] = [];
-    for (const run of runs.unfinished()) {
+    // Only what this pool is running: every 15 s, so never a scan of every run ever kept.
+    const running = pool.runningIds();
+    if (running.length === 0) return [];
+    for (const run of runs.unfinished({ ids: running })) {
       const workflow = run.status === "running" ? workflows.get(run.workflowId) : null;
       const refused = workflow && creatorRefusal(platform, workflow);
       if (!refused) continue;
@@ -155,7 +158,7 @@ export class WorkflowEngine implements AsyncDisposable {
   async cancelAll(workflowId: string): Promise<void> {
     // Fires accepted this turn are not rows yet: commit them so they are cancelled too.
     this.options.runs.flush();
-    const open = this.options.runs.unfinished().filter((r) => r.workflowId === workflowId);
+    const open = this.options.runs.unfinished({ workflowId });
     await Promise.all(open.map((r) => this.cancel(r.id).catch(() => undefined)));
   }
 
