@@ -59,7 +59,7 @@ export class View {
   catchingUp = false;
   /** Fell behind: receives nothing until it acks, then gets a fresh snapshot. */
   lagging = false;
-  /** What the connection held just after the last snapshot went out (the snapshot is never acked). */
+  /** What the connection held just after the last snapshot or replay went out (a snapshot is never acked; a replay may be a whole ring). */
   snapshotAllowance = 0;
   /** Waiting for the connection to drain before a catch-up snapshot. */
   waitingToDrain = false;
@@ -137,6 +137,9 @@ export class SessionViews {
     if (missed) {
       sink.control({ type: "replay", from: since!, to: since! + missed.length });
       this.#send(view, missed);
+      // Like a snapshot, a replay is one catch-up of up to the whole ring: on a slow link it is still queued here
+      // when the next control message is due, and must not be taken for a client that reads nothing (1008).
+      view.snapshotAllowance = sink.buffered();
     } else {
       this.#catchUp(view);
     }

@@ -49,6 +49,26 @@ async function holderSent(chunks: number) {
 }
 
 describe("session views", () => {
+  test("a reconnect whose replay of a full ring has not left the server yet (a slow link) is not taken for a client that does not read", async () => {
+    const { mirror, set } = views();
+    const first = set.attach(recordingSink(), { userId: "u", canWrite: true });
+    // A megabyte of output the reconnecting view missed: the whole ring.
+    const chunk = new Uint8Array(64 * 1024).fill(0x79);
+    for (let i = 0; i < 16; i++) {
+      mirror.write(chunk);
+      set.broadcast(chunk);
+    }
+    await mirror.settled();
+    const slow = Object.assign(queuingSink(), { closed: [] as [number, string][] });
+    slow.control = (m: ControlMessage) => void (slow.controls.push(m), (slow.queued += JSON.stringify(m).length));
+    slow.close = (code: number, reason: string) => void slow.closed.push([code, reason]);
+    const since = mirror.offset - mirror.missedSince(0)!.length;
+    set.attach(slow, { userId: "u", canWrite: true, since, instance: "i1" });
+    // It is told who holds the lease (the first view), and later control messages reach it as well.
+    set.detach(first);
+    expect({ replayed: slow.controls.some((c) => c.type === "replay"), closed: slow.closed, lastControl: slow.controls.at(-1)?.type }).toEqual({ replayed: true, closed: [], lastControl: "lease" });
+  });
+
   test("a view whose connection holds more than an honest client's could is closed (1008) and detached when a control message is due, and the lease moves on", async () => {
     const { set } = views();
     const stuck = Object.assign(queuingSink(), { closed: [] as [number, string][] });
