@@ -24,8 +24,8 @@
  *   from a directory, and on directories it is everyday (group-shared trees,
  *   git's shared repositories set it on every directory they make).
  * Each fails with EPERM. `clone3` and `openat2` pass their flags in memory,
- * where a filter cannot look: they fail with ENOSYS, which libc takes as an
- * older kernel and falls back to `clone` and `openat`. A foreign system-call
+ * where a filter cannot look: they fail with ENOSYS, as on a kernel without
+ * them (glibc then uses `clone`). A foreign system-call
  * ABI (x32, i386 on x86-64) fails every call: its numbers differ, so the
  * filter could not judge them.
  *
@@ -124,31 +124,15 @@ export function seccompFilter(arch: string): Buffer {
     { label: "socket" },
     { op: LD_W_ABS, k: argLow(2) },
     { op: JEQ_K, k: IPPROTO_MPTCP, jt: "deny", jf: "allow" },
-    { label: "flags3" },
-    { op: LD_W_ABS, k: argLow(3) },
-    { op: JSET_K, k: MSG_FASTOPEN, jt: "deny", jf: "allow" },
-    { label: "flags2" },
-    { op: LD_W_ABS, k: argLow(2) },
-    { op: JSET_K, k: MSG_FASTOPEN, jt: "deny", jf: "allow" },
-    { label: "newuser0" },
-    { op: LD_W_ABS, k: argLow(0) },
-    { op: JSET_K, k: CLONE_NEWUSER, jt: "deny", jf: "allow" },
+    ...argHasBits("flags3", 3, MSG_FASTOPEN, "deny"),
+    ...argHasBits("flags2", 2, MSG_FASTOPEN, "deny"),
+    ...argHasBits("newuser0", 0, CLONE_NEWUSER, "deny"),
     // open(path, flags, mode) and openat(dirfd, path, flags, mode): the mode counts only when the call creates.
-    { label: "create1" },
-    { op: LD_W_ABS, k: argLow(1) },
-    { op: JSET_K, k: CREATING, jt: "mode2", jf: "allow" },
-    { label: "create2" },
-    { op: LD_W_ABS, k: argLow(2) },
-    { op: JSET_K, k: CREATING, jt: "mode3", jf: "allow" },
-    { label: "mode1" },
-    { op: LD_W_ABS, k: argLow(1) },
-    { op: JSET_K, k: SET_USER_ID, jt: "deny", jf: "allow" },
-    { label: "mode2" },
-    { op: LD_W_ABS, k: argLow(2) },
-    { op: JSET_K, k: SET_USER_ID, jt: "deny", jf: "allow" },
-    { label: "mode3" },
-    { op: LD_W_ABS, k: argLow(3) },
-    { op: JSET_K, k: SET_USER_ID, jt: "deny", jf: "allow" },
+    ...argHasBits("create1", 1, CREATING, "mode2"),
+    ...argHasBits("create2", 2, CREATING, "mode3"),
+    ...argHasBits("mode1", 1, SET_USER_ID, "deny"),
+    ...argHasBits("mode2", 2, SET_USER_ID, "deny"),
+    ...argHasBits("mode3", 3, SET_USER_ID, "deny"),
     { label: "allow" },
     { op: RET_K, k: RET_ALLOW },
     { label: "deny" },
@@ -157,6 +141,11 @@ export function seccompFilter(arch: string): Buffer {
     { op: RET_K, k: RET_ENOSYS },
   ];
   return assemble(steps);
+}
+
+/** The steps at `label`: argument `arg` holding any of `bits` goes on to `whenSet`; otherwise the call is allowed. */
+function argHasBits(label: string, arg: number, bits: number, whenSet: string): Step[] {
+  return [{ label }, { op: LD_W_ABS, k: argLow(arg) }, { op: JSET_K, k: bits, jt: whenSet, jf: "allow" }];
 }
 
 /** Resolve labels into the forward jump offsets classic BPF uses, and lay the records out. */

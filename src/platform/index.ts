@@ -22,4 +22,4 @@ export { platformRoutes, type PlatformRoutesOptions } from "./routes.ts";
 export { loadSecretKey, SECRET_KEY_FILE, type SecretKey } from "./secret-key.ts";
 export { Secrets, type SecretScope } from "./secrets.ts";
 export { SETTINGS, Settings, type SettingKey, type SettingScope, type SettingView } from "./settings.ts";
-export { MAX_EMAIL_LENGTH, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, Users, type User } from "./users.ts";
+export { Users, type User } from "./users.ts";
