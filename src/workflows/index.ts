@@ -24,7 +24,7 @@ export { WorkflowScheduler } from "./scheduler.ts";
 export { createRunnerSpawner, type RunnerCommandSpawner, type RunnerCommandSpec, type RunnerProcess, type RunnerSpawnerOptions } from "./spawn-runner-command.ts";
 export { DEFAULT_SPEND_LIMIT, SPEND_LIMIT_REACHED, SpendLimits, type SpendLimit } from "./spend-limits.ts";
 export { CHANNEL_ASSISTANT, NO_REPLY, TEMPLATES, type WorkflowTemplate } from "./templates.ts";
-export { MAX_WEBHOOK_TRIGGERS, Triggers, type StoredTokenHash, type Trigger, type TriggerKind } from "./triggers.ts";
+export { KEPT_REVOKED_TRIGGERS, MAX_WEBHOOK_TRIGGERS, Triggers, type StoredTokenHash, type Trigger, type TriggerKind } from "./triggers.ts";
 export { MANUAL_SCHEDULE, SCHEDULE_TIMEZONE, WORKFLOW_MODES, WORKFLOW_STATUSES, type RunnerSettings, type Workflow, type WorkflowMode, type WorkflowStatus } from "./workflow.ts";
 export { checkFireText, MAX_FIRE_TEXT_LENGTH, MAX_MESSAGE_TEXT_LENGTH, WorkflowEngine, type FireRequest, type MessageFire } from "./workflow-engine.ts";
 export { MAX_TIMEOUT_SECONDS, MIN_TIMEOUT_SECONDS } from "./workflow-rules.ts";

@@ -1,4 +1,4 @@
-import { and, count, eq, isNull, sql } from "drizzle-orm";
+import { and, count, desc, eq, inArray, isNotNull, isNull, sql } from "drizzle-orm";
 import { workflowTriggers, type Db } from "../db/index.ts";
 import { conflict, newId, notFound } from "../platform/index.ts";
 
@@ -32,6 +32,8 @@ type Row = typeof workflowTriggers.$inferSelect;
  * caller is the norm; rotating replaces a token without another trigger.
  */
 export const MAX_WEBHOOK_TRIGGERS = 10;
+/** Revoked webhook triggers a workflow keeps listed (the newest); older ones are deleted as another is revoked. */
+export const KEPT_REVOKED_TRIGGERS = 20;
 
 /**
  * The trigger store. It keeps token hashes opaque: minting and checking fire
@@ -96,14 +98,38 @@ export class Triggers {
     return toTrigger(row);
   }
 
-  /** Revoke a webhook trigger: its hash is wiped, the row stays for the runs it fired. */
+  /**
+   * Revoke a webhook trigger: its hash is wiped, the row stays for the runs it
+   * fired. Only the latest KEPT_REVOKED_TRIGGERS revoked webhook triggers of a
+   * workflow are kept (the audit log keeps every revocation): otherwise a
+   * create-and-revoke loop would grow every fire's trigger read, and every
+   * listing of the project's workflows, without bound.
+   */
   revoke(triggerId: string): Trigger {
-    const row = this.db
-      .update(workflowTriggers)
-      .set({ tokenSalt: null, tokenHash: null, revokedAt: this.now() })
-      .where(and(eq(workflowTriggers.id, triggerId), isNull(workflowTriggers.revokedAt)))
-      .returning()
-      .get();
+    // IMMEDIATE, as createWebhook: the write and the pruning see one state, and wait out another process's write.
+    const row = this.db.transaction(
+      (tx) => {
+        const revoked = tx
+          .update(workflowTriggers)
+          .set({ tokenSalt: null, tokenHash: null, revokedAt: this.now() })
+          .where(and(eq(workflowTriggers.id, triggerId), isNull(workflowTriggers.revokedAt)))
+          .returning()
+          .get();
+        if (revoked?.kind === "webhook") {
+          // Ids only, and never many: each revoke prunes, so at most one more than are kept.
+          const older = tx
+            .select({ id: workflowTriggers.id })
+            .from(workflowTriggers)
+            .where(and(eq(workflowTriggers.workflowId, revoked.workflowId), eq(workflowTriggers.kind, "webhook"), isNotNull(workflowTriggers.revokedAt)))
+            .orderBy(desc(workflowTriggers.revokedAt), desc(workflowTriggers.id))
+            .all()
+            .slice(KEPT_REVOKED_TRIGGERS);
+          if (older.length > 0) tx.delete(workflowTriggers).where(inArray(workflowTriggers.id, older.map((o) => o.id))).run();
+        }
+        return revoked;
+      },
+      { behavior: "immediate" },
+    );
     if (!row) throw notFound("trigger_not_found", `Cannot revoke trigger "${triggerId}": no live trigger has that id`);
     return toTrigger(row);
   }
