@@ -1,6 +1,7 @@
 import type { IBuffer, Terminal } from "@xterm/headless";
 import { charsetSequence, savedCharsetDesignation } from "./charsets.ts";
 import { CLOSE_LINK, linkOpener } from "./hyperlinks.ts";
+import { protectionSequence } from "./protection.ts";
 import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
 import { type CellAttributes, sgr } from "./sgr.ts";
@@ -121,8 +122,10 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // Last, once nothing more is printed: text the program prints next belongs to the link it left open. The SGR
   // again first: addon-serialize ended the screen with an SGR 4 that xterm.js reports for the link, not for the
   // text; so also for a link whose data xterm.js dropped with the line it was opened on, which no opener restores.
-  if (!current || cellLinkId(current) === 0) return data;
-  return `${data}${sgr(current)}${links(current) ?? ""}`;
+  // And after every SGR (xterm.js ends DECSCA at SGR 0): what it prints next is protected if it would have been.
+  const protection = protectionSequence(current);
+  if (!current || cellLinkId(current) === 0) return data + protection;
+  return `${data}${sgr(current)}${links(current) ?? ""}${protection}`;
 }
 
 /**

@@ -319,6 +319,25 @@ describe("hyperlinks", () => {
   });
 });
 
+describe("protected text (DECSCA)", () => {
+  test("text a program protected survives a selective erase (DECSED) after a snapshot, as on the reference", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 6, scrollback: 100 });
+    // A form: protected labels, unprotected fields.
+    subject.write('\x1b[1"qName:\x1b[0"q alice\r\n\x1b[1"qMail:\x1b[0"q a@x\r\n');
+    const { client } = await expectSnapshotReproduces(subject, expect);
+    // Clear the fields, keep the labels.
+    await expectSameAfter(subject, client, "\x1b[?2J", expect, "DECSED after the snapshot");
+  });
+
+  test("protection across an attribute change mid-run, and protection still on at the snapshot, are carried too", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 6, scrollback: 100 });
+    // Bold then plain inside one protected run, then protection left on for what the program prints next.
+    subject.write('\x1b[1"q\x1b[1mKEY\x1b[22m:val\x1b[0"q free\r\n\x1b[31m\x1b[1"q');
+    const { client } = await expectSnapshotReproduces(subject, expect);
+    await expectSameAfter(subject, client, "kept\r\n\x1b[?2J", expect, "printed protected after the snapshot, then DECSED");
+  });
+});
+
 describe("counts past the screen", () => {
   test("scrolls, line inserts and deletes and tab steps with xterm's largest count leave the mirror as the screen's worth of them does", async () => {
     // The bounded count is the screen's height (width for tabs): a reference given it is the mirror's model.
