@@ -65,6 +65,8 @@ const MAX_SESSIONS = 256;
 const TAIL_CHARS = 64;
 /** Longest wait for any one condition: a stuck run fails instead of hanging the bench. */
 const WAIT_MS = 60_000;
+/** Output past the echo that shows a command has started (its Enter passed screening). */
+const OUTPUT_BEGUN_BYTES = 4096;
 /** Time a bare shell gets to exit after `exit` before SIGKILL. */
 const EXIT_GRACE_MS = 2000;
 /** Chunk size the mirror-only figure is fed in: the size of a large PTY read. */
@@ -315,8 +317,10 @@ const WORKLOADS: Workload[] = [
 
 /**
  * The same command in a session with no view attached: PTY and mirror only,
- * no socket and no lease flow control. MB/s from typing it (the view closes
- * at once) until the mirror has parsed `outputBytes` more.
+ * no socket and no lease flow control. MB/s from typing it until the mirror
+ * has parsed `outputBytes` more. The view closes once the output has begun:
+ * input screening holds the Enter until the screen shows the line, and a view
+ * that closes drops what it had queued (so nothing it typed runs after it left).
  */
 async function detachedRate(bench: Bench, id: string, command: string, outputBytes: number): Promise<number> {
   const { mirror } = liveSession(bench, id);
@@ -329,6 +333,7 @@ async function detachedRate(bench: Bench, id: string, command: string, outputByt
     start = mirror.offset;
     sent = performance.now();
     terminal.type(`${command}\r`);
+    await waitFor(() => mirror.offset - start >= command.length + OUTPUT_BEGUN_BYTES, "the command's output to begin", WAIT_MS);
   }
   await waitFor(() => mirror.offset - start >= outputBytes, `${outputBytes} bytes in the mirror`, WAIT_MS);
   await mirror.settled();
