@@ -5,6 +5,7 @@ import { guardParsing } from "./parse-guard.ts";
 import { ParseQueue } from "./parse-queue.ts";
 import type { FromParser, Question, TerminalSnapshot, ToParser } from "./parser-protocol.ts";
 import { ScrollbackCache } from "./scrollback-cache.ts";
+import { dropQueuedWrites } from "./xterm-internals.ts";
 import { serializeScreen } from "./screen-serializer.ts";
 
 /** One mirror's terminal on the parser thread. */
@@ -112,6 +113,7 @@ export class ParserHost {
     this.#parsedCounts.delete(id);
     hosted.closed = true;
     hosted.queue.dispose();
+    dropQueuedWrites(hosted.terminal);
     hosted.history.dispose();
     // xterm.js's dispose keeps the buffers; a reset drops them.
     hosted.terminal.reset();

@@ -25,11 +25,27 @@ export interface CoreInternals {
   _inputHandler?: { _curAttrData?: Partial<CellAttributes>; selectCharset?: unknown; _windowTitle?: unknown };
   _charsetService?: { glevel?: unknown; charset?: unknown; _charsets?: unknown };
   _oscLinkService?: { getLinkData?: unknown };
+  _writeBuffer?: { _writeBuffer?: unknown; _callbacks?: unknown; _pendingData?: unknown; _bufferOffset?: unknown };
 }
 
 /** xterm.js's internal core of `terminal`, if it has one. */
 export function coreOf(terminal: Terminal): CoreInternals | undefined {
   return (terminal as unknown as { _core?: CoreInternals })._core;
+}
+
+/**
+ * Forget the output `terminal` was given and has not parsed yet. xterm.js's
+ * dispose leaves its write queue running from a timer, so a terminal closed
+ * behind a flood would go on parsing megabytes for nobody. Emptied, the queue
+ * finds nothing at its next turn and stops, as after its last write.
+ */
+export function dropQueuedWrites(terminal: Terminal): void {
+  const queue = coreOf(terminal)?._writeBuffer;
+  if (!queue || !Array.isArray(queue._writeBuffer) || !Array.isArray(queue._callbacks)) return;
+  queue._writeBuffer.length = 0;
+  queue._callbacks.length = 0;
+  queue._pendingData = 0;
+  queue._bufferOffset = 0;
 }
 
 /** The internal state of one of `terminal`'s buffers, if it can be read. */

@@ -3,6 +3,8 @@ import { MAX_WORKER_STARTS_PER_MINUTE, ParserThread, ScreenMirror } from "../../
 import { BREAKING_LINE_COUNT } from "../helpers/breakable-parser-worker.ts";
 import { parser } from "../helpers/parser-thread.ts";
 import { attach, encode } from "./mirror-fixture.ts";
+import { ParserHost } from "../../src/screen/parser-host.ts";
+import type { FromParser } from "../../src/screen/parser-protocol.ts";
 
 const BREAKABLE_WORKER = new URL("../helpers/breakable-parser-worker.ts", import.meta.url);
 const MIB = 1024 * 1024;
@@ -223,4 +225,22 @@ describe("output that would keep the shared parser thread busy", () => {
       }
     });
   }
+});
+
+describe("a closed terminal on the parser thread", () => {
+  test("a terminal closed with output still queued (a session destroyed, a mirror started over) is not parsed any more", async () => {
+    const parsedAfterClose: number[] = [];
+    let closed = false;
+    const host = new ParserHost((message: FromParser) => {
+      if (closed && message.op === "parsed") for (const [id, bytes] of message.counts) if (id === 1) parsedAfterClose.push(bytes);
+    });
+    host.handle({ op: "open", id: 1, cols: 80, rows: 24, scrollback: 1000 });
+    // 8 MiB queued, as a flooding session's mirror has when it is destroyed (or started over at 16 MiB).
+    for (let i = 0; i < 128; i++) host.handle({ op: "write", id: 1, chunk: lines(64 * 1024), state: { clean: true, resets: 0 } });
+    host.handle({ op: "close", id: 1 });
+    closed = true;
+    await Bun.sleep(1500);
+    // Nothing of it should be parsed after the close: the thread every session shares has better things to do.
+    expect({ bytesParsedAfterClose: parsedAfterClose.at(-1) ?? 0 }).toEqual({ bytesParsedAfterClose: 0 });
+  });
 });
