@@ -1,4 +1,5 @@
 import type { IBufferCell, IBufferLine, Terminal } from "@xterm/headless";
+import { withCellAffixes } from "./cell-affixes.ts";
 import { cellLinkId, coreOf } from "./xterm-internals.ts";
 
 /** OSC 8 with an empty URI: the text printed after it is not a link. */
@@ -63,18 +64,5 @@ export function withLinks(line: IBufferLine, opener: LinkOpener, scratch: IBuffe
     last = x;
   }
   if (open !== null) after.set(last, CLOSE_LINK);
-  if (before.size === 0) return line;
-  return {
-    isWrapped: line.isWrapped,
-    length: line.length,
-    getCell: (x, cell) => {
-      const found = line.getCell(x, cell);
-      const [prefix, suffix] = [before.get(x) ?? "", after.get(x) ?? ""];
-      if (!found || (prefix === "" && suffix === "")) return found;
-      // The addon reads everything else (width, colours) from the cell as it is.
-      const chars = `${prefix}${found.getChars()}${suffix}`;
-      return Object.assign(Object.create(found) as IBufferCell, { getChars: () => chars });
-    },
-    translateToString: (trimRight, start, end) => line.translateToString(trimRight, start, end),
-  };
+  return withCellAffixes(line, before, after);
 }

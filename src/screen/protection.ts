@@ -1,4 +1,5 @@
 import type { IBufferCell, IBufferLine } from "@xterm/headless";
+import { withCellAffixes } from "./cell-affixes.ts";
 
 /** DECSCA on and off: protected text survives the selective erases (DECSED, DECSEL). */
 const PROTECT = '\x1b[1"q';
@@ -42,18 +43,5 @@ export function withProtection(line: IBufferLine, scratch: IBufferCell): IBuffer
     last = x;
   }
   if (on) after.set(last, UNPROTECT);
-  if (before.size === 0) return line;
-  return {
-    isWrapped: line.isWrapped,
-    length: line.length,
-    getCell: (x, cell) => {
-      const found = line.getCell(x, cell);
-      const [prefix, suffix] = [before.get(x) ?? "", after.get(x) ?? ""];
-      if (!found || (prefix === "" && suffix === "")) return found;
-      // The addon reads everything else (width, colours) from the cell as it is.
-      const chars = `${prefix}${found.getChars()}${suffix}`;
-      return Object.assign(Object.create(found) as IBufferCell, { getChars: () => chars });
-    },
-    translateToString: (trimRight, start, end) => line.translateToString(trimRight, start, end),
-  };
+  return withCellAffixes(line, before, after);
 }

@@ -1,20 +1,14 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
 import { adminCommands, auditCommands, sourceCommands, workflowCommands } from "../../src/cli/index.ts";
-import { hatchCli, hatchCliProcess } from "../helpers/cli.ts";
+import { hatchCli, hatchCliProcess, tempDataDir } from "../helpers/cli.ts";
 import { HttpClient } from "../helpers/http-client.ts";
 import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
-
-function tempDataDir(): string & Disposable {
-  const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
-  return Object.assign(dir, { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) }) as never;
-}
 
 describe("the hatch CLI", () => {
   test("creates an owner, a project and a member who then logs in and reads the terminal health route", async () => {

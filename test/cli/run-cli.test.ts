@@ -1,16 +1,9 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminCommands, runCli } from "../../src/cli/index.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
-import { hatchCli } from "../helpers/cli.ts";
-
-function tempDataDir(): string & Disposable {
-  const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
-  return Object.assign(dir, { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) }) as never;
-}
+import { hatchCli, tempDataDir } from "../helpers/cli.ts";
 
 describe("the CLI's argument parsing", () => {
   test("a flag given twice is a usage error (exit 2), not silently the last value: member remove --project a --project b changes nothing", async () => {

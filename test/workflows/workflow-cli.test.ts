@@ -1,24 +1,17 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminCommands, workflowCommands } from "../../src/cli/index.ts";
 import { loadConfig } from "../../src/config.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
-import { hatchCli } from "../helpers/cli.ts";
+import { hatchCli, tempDataDir } from "../helpers/cli.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { commandWorkflow, fire, issueToken, memberWithBareRuns } from "../helpers/workflows.ts";
 import { startWorld } from "../helpers/world.ts";
 
 const commands = [...adminCommands, ...workflowCommands];
 const cli = (dir: string, argv: string[]) => hatchCli(dir, argv, commands);
-
-function tempDataDir(): string & Disposable {
-  const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
-  return Object.assign(dir, { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) }) as never;
-}
 
 /** POST the fire endpoint with the real curl, as the README does (fetch where curl is not installed). */
 async function curlFire(url: string, token: string, body: string): Promise<{ status: number; body: any }> {
