@@ -4,7 +4,12 @@ import { ACK_EVERY_BYTES, HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./fl
 
 /** How often a lagging view's connection is looked at while it drains. */
 const DRAIN_POLL_MS = 50;
-/** What a paused PTY may still hand over (its kernel buffer), with room to spare. */
+/**
+ * What a paused PTY may still hand over (its kernel buffer), with room to spare.
+ * On a busy machine the XOFF lands later, when the kernel's tty worker runs
+ * (measured here: up to 60 ms and megabytes after it was written); a holder
+ * whose connection backs up past this meanwhile is cut over to a snapshot.
+ */
 const PAUSED_SPILL_BYTES = HIGH_WATERMARK_BYTES;
 /** What an honest connection may hold beyond the output it has not acked: control messages. */
 const CONTROL_SLACK_BYTES = 64 * 1024;
