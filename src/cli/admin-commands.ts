@@ -51,9 +51,9 @@ export const adminCommands: Command[] = [
     run: async (ctx, v) => {
       const password = await passwordOption(ctx, v);
       const platform = await ctx.platform();
-      const user = await platform.users.create(str(v, "email"), password);
-      platform.audit.write({ action: "user.add", userId: user.id, target: user.email, detail: { via: "cli" } });
-      return user;
+      return platform.users.create(str(v, "email"), password, (user) =>
+        platform.audit.write({ action: "user.add", userId: user.id, target: user.email, detail: { via: "cli" } }),
+      );
     },
     human: (r) => `created user ${(r as { email: string }).email} (${(r as { id: string }).id})`,
   },
@@ -68,9 +68,11 @@ export const adminCommands: Command[] = [
       const password = await passwordOption(ctx, v);
       const platform = await ctx.platform();
       const user = platform.users.requireByEmail(str(v, "email"));
-      await platform.users.setPassword(user.id, password);
-      const signedOut = platform.sessions.endAllFor(user.id);
-      platform.audit.write({ action: "user.password", userId: user.id, target: user.email, detail: { signedOut, via: "cli" } });
+      let signedOut = 0;
+      await platform.users.setPassword(user.id, password, () => {
+        signedOut = platform.sessions.endAllFor(user.id);
+        platform.audit.write({ action: "user.password", userId: user.id, target: user.email, detail: { signedOut, via: "cli" } });
+      });
       return { ...user, signedOut };
     },
     human: (r) => {
@@ -89,9 +91,10 @@ export const adminCommands: Command[] = [
     run: async (ctx, v) => {
       const platform = await ctx.platform();
       const owner = platform.users.requireByEmail(str(v, "owner"));
-      const created = platform.projects.create(str(v, "slug"), str(v, "name"), owner.id);
-      platform.audit.write({ action: "project.add", userId: owner.id, projectId: created.id, target: created.slug, detail: { owner: owner.email, via: "cli" } });
-      return created;
+      return platform.audit.recorded(
+        () => platform.projects.create(str(v, "slug"), str(v, "name"), owner.id),
+        (created) => ({ action: "project.add", userId: owner.id, projectId: created.id, target: created.slug, detail: { owner: owner.email, via: "cli" } }),
+      );
     },
     human: (r) => `created project ${(r as { slug: string }).slug} (${(r as { id: string }).id})`,
   },
@@ -107,8 +110,13 @@ export const adminCommands: Command[] = [
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
       const user = platform.users.requireByEmail(str(v, "email"));
-      platform.projects.setMember(p.id, user.id, str(v, "role"));
-      platform.audit.write({ action: "member.set", userId: user.id, projectId: p.id, target: user.email, detail: { role: str(v, "role"), via: "cli" } });
+      platform.audit.recorded(() => platform.projects.setMember(p.id, user.id, str(v, "role")), {
+        action: "member.set",
+        userId: user.id,
+        projectId: p.id,
+        target: user.email,
+        detail: { role: str(v, "role"), via: "cli" },
+      });
       return { project: p.slug, email: user.email, role: str(v, "role") };
     },
     human: (r) => {
@@ -127,9 +135,14 @@ export const adminCommands: Command[] = [
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
       const user = platform.users.requireByEmail(str(v, "email"));
-      const role = platform.projects.removeMember(p.id, user.id);
-      if (role === null) throw forbidden("not_a_member", `Cannot remove ${user.email} from ${p.slug}: they are not a member`);
-      platform.audit.write({ action: "member.remove", userId: user.id, projectId: p.id, target: user.email, detail: { role, via: "cli" } });
+      const role = platform.audit.recorded(
+        () => {
+          const removed = platform.projects.removeMember(p.id, user.id);
+          if (removed === null) throw forbidden("not_a_member", `Cannot remove ${user.email} from ${p.slug}: they are not a member`);
+          return removed;
+        },
+        (removed) => ({ action: "member.remove", userId: user.id, projectId: p.id, target: user.email, detail: { role: removed, via: "cli" } }),
+      );
       // The shape of `member add`'s answer, `role` being the one held now; `previousRole` says what was taken away.
       return { project: p.slug, email: user.email, role: null, previousRole: role };
     },
@@ -145,9 +158,10 @@ export const adminCommands: Command[] = [
     run: async (ctx, v) => {
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
-      const role = platform.roles.add(p.id, str(v, "name"));
-      platform.audit.write({ action: "role.add", projectId: p.id, target: role.name, detail: { via: "cli" } });
-      return role;
+      return platform.audit.recorded(
+        () => platform.roles.add(p.id, str(v, "name")),
+        (role) => ({ action: "role.add", projectId: p.id, target: role.name, detail: { via: "cli" } }),
+      );
     },
     human: (r) => `created role ${(r as { name: string }).name}`,
   },
@@ -165,8 +179,12 @@ export const adminCommands: Command[] = [
         const p = requireProject(platform, str(v, "project"));
         const role = str(v, "role");
         if (role === "owner") throw forbidden("owner_immutable", "The owner role always holds every feature");
-        platform.roles[verb](p.id, role, str(v, "feature"));
-        platform.audit.write({ action: `role.${verb}`, projectId: p.id, target: role, detail: { feature: str(v, "feature"), via: "cli" } });
+        platform.audit.recorded(() => platform.roles[verb](p.id, role, str(v, "feature")), {
+          action: `role.${verb}`,
+          projectId: p.id,
+          target: role,
+          detail: { feature: str(v, "feature"), via: "cli" },
+        });
         return { project: p.slug, role, features: [...platform.roles.featuresOf(p.id, role)].sort() };
       },
       human: (r) => {
@@ -188,10 +206,14 @@ export const adminCommands: Command[] = [
       if ((v.feature === undefined) === (v.clear === undefined)) throw new UsageError("give exactly one of --feature, --clear");
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
-      if (v.clear) platform.roles.clearPackageAccess(p.id, str(v, "package"));
-      else platform.roles.setPackageAccess(p.id, str(v, "package"), str(v, "feature"));
-      const feature = platform.roles.packageAccessFeature(p.id, str(v, "package"));
-      platform.audit.write({ action: "package.access", projectId: p.id, target: str(v, "package"), detail: { feature, via: "cli" } });
+      const feature = platform.audit.recorded(
+        () => {
+          if (v.clear) platform.roles.clearPackageAccess(p.id, str(v, "package"));
+          else platform.roles.setPackageAccess(p.id, str(v, "package"), str(v, "feature"));
+          return platform.roles.packageAccessFeature(p.id, str(v, "package"));
+        },
+        (feature) => ({ action: "package.access", projectId: p.id, target: str(v, "package"), detail: { feature, via: "cli" } }),
+      );
       return { project: p.slug, package: str(v, "package"), feature };
     },
     human: (r) => {
@@ -213,9 +235,10 @@ export const adminCommands: Command[] = [
       const p = requireProject(platform, str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
       if (!platform.projects.roleOf(p.id, owner.id)) throw forbidden("not_a_member", `${owner.email} is not a member of ${p.slug}`);
-      const agent = platform.agents.create(p.id, str(v, "name"), owner.id, v.shared === true);
-      platform.audit.write({ action: "agent.add", userId: owner.id, projectId: p.id, agentId: agent.id, target: agent.name, detail: { via: "cli" } });
-      return agent;
+      return platform.audit.recorded(
+        () => platform.agents.create(p.id, str(v, "name"), owner.id, v.shared === true),
+        (agent) => ({ action: "agent.add", userId: owner.id, projectId: p.id, agentId: agent.id, target: agent.name, detail: { via: "cli" } }),
+      );
     },
     human: (r) => `created agent ${(r as { name: string }).name} (${(r as { id: string }).id})`,
   },
@@ -246,9 +269,10 @@ export const adminCommands: Command[] = [
       if (!/^-?\d+$/.test(value!)) throw new UsageError(`VALUE must be a whole number, not "${value}"`);
       const platform = await ctx.platform();
       const projectId = settingScope(platform, v);
-      const setting = platform.settings.set(key!, Number(value), projectId);
-      platform.audit.write({ action: "settings.update", projectId, target: key!, detail: { value: setting.value, via: "cli" } });
-      return setting;
+      return platform.audit.recorded(
+        () => platform.settings.set(key!, Number(value), projectId),
+        (setting) => ({ action: "settings.update", projectId, target: key!, detail: { value: setting.value, via: "cli" } }),
+      );
     },
     human: (r) => settingLine(r as SettingView, false),
   },
@@ -260,9 +284,10 @@ export const adminCommands: Command[] = [
     run: async (ctx, v, [key]) => {
       const platform = await ctx.platform();
       const projectId = settingScope(platform, v);
-      const setting = platform.settings.clear(key!, projectId);
-      platform.audit.write({ action: "settings.clear", projectId, target: key!, detail: { value: setting.value, scope: setting.scope, via: "cli" } });
-      return setting;
+      return platform.audit.recorded(
+        () => platform.settings.clear(key!, projectId),
+        (setting) => ({ action: "settings.clear", projectId, target: key!, detail: { value: setting.value, scope: setting.scope, via: "cli" } }),
+      );
     },
     human: (r) => settingLine(r as SettingView, false),
   },

@@ -31,9 +31,10 @@ export const sourceCommands: Command[] = [
       if (!(SOURCE_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind must be one of ${SOURCE_KINDS.join(", ")}`);
       const platform = await ctx.platform();
       const p = platform.projects.requireBySlug(str(v, "project"));
-      const source = storeOf(platform).add(p.id, { slug: str(v, "slug"), kind: kind as SourceKind, root: v.root as string | undefined, label: v.label as string | undefined });
-      platform.audit.write({ action: "source.add", projectId: p.id, target: source.slug, detail: { kind, root: source.root, via: "cli" } });
-      return source;
+      return platform.audit.recorded(
+        () => storeOf(platform).add(p.id, { slug: str(v, "slug"), kind: kind as SourceKind, root: v.root as string | undefined, label: v.label as string | undefined }),
+        (source) => ({ action: "source.add", projectId: p.id, target: source.slug, detail: { kind, root: source.root, via: "cli" } }),
+      );
     },
     human: (r) => [`added source ${describeSource(r as never)}`],
   },
@@ -55,9 +56,10 @@ export const sourceCommands: Command[] = [
       run: async (ctx, v) => {
         const platform = await ctx.platform();
         const p = platform.projects.requireBySlug(str(v, "project"));
-        const source = storeOf(platform).setEnabled(p.id, str(v, "slug"), verb === "enable");
-        platform.audit.write({ action: "source.update", projectId: p.id, target: source.slug, detail: { enabled: source.enabled, via: "cli" } });
-        return source;
+        return platform.audit.recorded(
+          () => storeOf(platform).setEnabled(p.id, str(v, "slug"), verb === "enable"),
+          (source) => ({ action: "source.update", projectId: p.id, target: source.slug, detail: { enabled: source.enabled, via: "cli" } }),
+        );
       },
       human: (r) => [describeSource(r as never)],
     }),
@@ -87,15 +89,17 @@ export const sourceCommands: Command[] = [
       const named = str(v, kind);
       const subject =
         kind === "user" ? requireMember(platform, p.id, named) : kind === "agent" ? requireAgent(platform, p.id, named) : requireRole(platform, p.id, named);
-      const rule = store.addRule(source, {
+      const rule = {
         subjectKind: kind,
         subject,
         path: v.path as string | undefined,
-        effect: v.allow !== undefined ? "allow" : "deny",
+        effect: v.allow !== undefined ? ("allow" as const) : ("deny" as const),
         perms: (v.allow ?? v.deny) as string,
-      });
-      platform.audit.write({ action: "source.rule", projectId: p.id, target: source.slug, detail: { ...rule, via: "cli" } });
-      return rule;
+      };
+      return platform.audit.recorded(
+        () => store.addRule(source, rule),
+        (added) => ({ action: "source.rule", projectId: p.id, target: source.slug, detail: { ...added, via: "cli" } }),
+      );
     },
     human: (r) => [describeRule(r as SourceRule)],
   },
@@ -120,9 +124,10 @@ export const sourceCommands: Command[] = [
       const p = platform.projects.requireBySlug(str(v, "project"));
       const store = storeOf(platform);
       const source = store.require(p.id, str(v, "source"));
-      const rule = store.removeRule(source, id);
-      platform.audit.write({ action: "source.rule.remove", projectId: p.id, target: source.slug, detail: { ...rule, via: "cli" } });
-      return rule;
+      return platform.audit.recorded(
+        () => store.removeRule(source, id),
+        (rule) => ({ action: "source.rule.remove", projectId: p.id, target: source.slug, detail: { ...rule, via: "cli" } }),
+      );
     },
     human: (r) => [`removed ${describeRule(r as SourceRule)}`],
   },

@@ -66,16 +66,22 @@ export const workflowCommands: Command[] = [
       const owner = platform.users.requireByEmail(str(v, "owner"));
       // What the HTTP route and every run check: the runs execute as the owner.
       requireRunnableCreator(platform, project, owner, { kind: "command" });
-      const workflow = stores(platform).workflows.create({
+      const create = () =>
+        stores(platform).workflows.create({
+          projectId: project.id,
+          createdBy: owner.id,
+          name: str(v, "name"),
+          instruction: typeof v.instruction === "string" ? v.instruction : undefined,
+          runner: { kind: "command", command: str(v, "command"), timeoutSeconds: timeout(v) },
+          mode: mode(v.mode),
+        });
+      return platform.audit.recorded(create, (workflow) => ({
+        action: "workflow.add",
+        userId: owner.id,
         projectId: project.id,
-        createdBy: owner.id,
-        name: str(v, "name"),
-        instruction: typeof v.instruction === "string" ? v.instruction : undefined,
-        runner: { kind: "command", command: str(v, "command"), timeoutSeconds: timeout(v) },
-        mode: mode(v.mode),
-      });
-      platform.audit.write({ action: "workflow.add", userId: owner.id, projectId: project.id, target: workflow.id, detail: { name: workflow.name, runner: "command", via: "cli" } });
-      return workflow;
+        target: workflow.id,
+        detail: { name: workflow.name, runner: "command", via: "cli" },
+      }));
     },
     human: (r) => {
       const w = r as Workflow;
@@ -105,8 +111,13 @@ export const workflowCommands: Command[] = [
       const project = platform.projects.get(workflow.projectId)!;
       const owner = platform.users.requireByEmail(str(v, "owner"));
       requireRunnableCreator(platform, project, owner, workflow.runner);
-      const updated = stores(platform).workflows.setCreator(workflow.id, owner.id);
-      platform.audit.write({ action: "workflow.reassign", userId: owner.id, projectId: project.id, target: workflow.id, detail: { previousCreator: workflow.createdBy, via: "cli" } });
+      const updated = platform.audit.recorded(() => stores(platform).workflows.setCreator(workflow.id, owner.id), {
+        action: "workflow.reassign",
+        userId: owner.id,
+        projectId: project.id,
+        target: workflow.id,
+        detail: { previousCreator: workflow.createdBy, via: "cli" },
+      });
       return { ...updated, creatorEmail: owner.email };
     },
     human: (r) => {
@@ -130,8 +141,11 @@ export const workflowCommands: Command[] = [
       if (typeof v.trigger === "string" && !chosen) throw notFound("trigger_not_found", `Cannot find a live webhook trigger "${v.trigger}" on ${workflow.id}`);
       if (!chosen && live.length > 1) throw new UsageError(`${workflow.id} has ${live.length} webhook triggers: pick one with --trigger (${live.map((t) => t.id).join(", ")})`);
       const tokens = new WebhookTokens(triggers);
-      const issued = chosen ? tokens.rotate(chosen.id) : tokens.issue(workflow.id);
-      platform.audit.write({ action: chosen ? "workflow.trigger.rotate" : "workflow.trigger.add", projectId: workflow.projectId, target: issued.trigger.id, detail: { workflowId: workflow.id, via: "cli" } });
+      // Rolled back with its entry: a rotate whose new token is never printed must not have killed the old one.
+      const issued = platform.audit.recorded(
+        () => (chosen ? tokens.rotate(chosen.id) : tokens.issue(workflow.id)),
+        (issued) => ({ action: chosen ? "workflow.trigger.rotate" : "workflow.trigger.add", projectId: workflow.projectId, target: issued.trigger.id, detail: { workflowId: workflow.id, via: "cli" } }),
+      );
       const fireUrl = `${localUrl(ctx.config.host, ctx.config.port)}/api/webhooks/workflow/${workflow.id}/fire`;
       return { workflowId: workflow.id, triggerId: issued.trigger.id, token: issued.token, fireUrl };
     },

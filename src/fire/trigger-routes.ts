@@ -25,8 +25,10 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
       "/:id/triggers",
       ({ params, caller, set }) => {
         const workflow = manageableWorkflow(part, caller, params.id);
-        const issued = tokens.issue(workflow.id);
-        platform.audit.write({ action: "workflow.trigger.add", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id, kind: "webhook" } });
+        const issued = platform.audit.recorded(
+          () => tokens.issue(workflow.id),
+          (issued) => ({ action: "workflow.trigger.add", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id, kind: "webhook" } }),
+        );
         set.status = 201;
         return issued;
       },
@@ -34,14 +36,18 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
     )
     .post("/:id/triggers/:triggerId/rotate", ({ params, caller }) => {
       const workflow = manageableWorkflow(part, caller, params.id);
-      const issued = tokens.rotate(liveTrigger(workflow.id, params.triggerId).id);
-      platform.audit.write({ action: "workflow.trigger.rotate", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id } });
-      return issued;
+      // Rolled back with its entry: a rotate whose new token is never shown must not have killed the old one.
+      return platform.audit.recorded(
+        () => tokens.rotate(liveTrigger(workflow.id, params.triggerId).id),
+        (issued) => ({ action: "workflow.trigger.rotate", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id } }),
+      );
     })
     .delete("/:id/triggers/:triggerId", ({ params, caller }) => {
       const workflow = manageableWorkflow(part, caller, params.id);
-      const trigger = part.triggers.revoke(liveTrigger(workflow.id, params.triggerId).id);
-      platform.audit.write({ action: "workflow.trigger.revoke", userId: caller.user.id, projectId: caller.project.id, target: trigger.id, detail: { workflowId: workflow.id } });
+      const trigger = platform.audit.recorded(
+        () => part.triggers.revoke(liveTrigger(workflow.id, params.triggerId).id),
+        (trigger) => ({ action: "workflow.trigger.revoke", userId: caller.user.id, projectId: caller.project.id, target: trigger.id, detail: { workflowId: workflow.id } }),
+      );
       return { trigger };
     });
 }

@@ -61,6 +61,25 @@ export class Audit {
       .run();
   }
 
+  /**
+   * Make a change and write its entry in one transaction: if the entry cannot
+   * be written (a lock held past the busy timeout, a full disk), the change is
+   * undone too and the error goes to the caller, so the log never lacks a
+   * change that was kept. `change` must be synchronous (a transaction cannot
+   * span an await) and write only to the database; work outside it (a
+   * process killed, a token shown) goes after. Inside another transaction it
+   * is a savepoint of it.
+   */
+  recorded<T>(change: () => T, entry: AuditEntryInput | ((result: T) => AuditEntryInput)): T {
+    return this.db.$client
+      .transaction(() => {
+        const result = change();
+        this.write(typeof entry === "function" ? entry(result) : entry);
+        return result;
+      })
+      .immediate();
+  }
+
   /** Newest first, filtered by action and time. */
   query(q: AuditQuery): AuditEntry[] {
     const where: SQL[] = [];

@@ -135,9 +135,8 @@ function secretRoutes(platform: Platform) {
       "/api/secrets/:scope/:id",
       async ({ params, body, caller }) => {
         const { scopeId, projectId } = secretSlot(caller, params.scope);
-        const info = await platform.secrets.put(params.scope, scopeId, params.id, body.value);
-        platform.audit.write({ action: "secret.put", userId: caller.user.id, projectId, target: `${params.scope}:${params.id}` });
-        return info;
+        const sealed = await platform.secrets.seal(params.scope, scopeId, params.id, body.value);
+        return platform.audit.recorded(() => platform.secrets.store(sealed), { action: "secret.put", userId: caller.user.id, projectId, target: `${params.scope}:${params.id}` });
       },
       {
         params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }),
@@ -148,8 +147,12 @@ function secretRoutes(platform: Platform) {
       "/api/secrets/:scope/:id",
       ({ params, caller }) => {
         const { scopeId, projectId } = secretSlot(caller, params.scope);
-        if (!platform.secrets.delete(params.scope, scopeId, params.id)) throw notFound("secret_not_found", `Cannot find secret "${params.id}"`);
-        platform.audit.write({ action: "secret.delete", userId: caller.user.id, projectId, target: `${params.scope}:${params.id}` });
+        platform.audit.recorded(
+          () => {
+            if (!platform.secrets.delete(params.scope, scopeId, params.id)) throw notFound("secret_not_found", `Cannot find secret "${params.id}"`);
+          },
+          { action: "secret.delete", userId: caller.user.id, projectId, target: `${params.scope}:${params.id}` },
+        );
         return { ok: true };
       },
       { params: t.Object({ scope: t.Union([t.Literal("user"), t.Literal("project")]), id: t.String() }) },
@@ -182,17 +185,19 @@ function projectRoutes(platform: Platform) {
       "/api/settings/:key",
       ({ params, body, caller }) => {
         requireProjectAdmin(caller);
-        const setting = platform.settings.set(params.key, body.value, caller.project.id);
-        platform.audit.write({ action: "settings.update", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value } });
-        return setting;
+        return platform.audit.recorded(
+          () => platform.settings.set(params.key, body.value, caller.project.id),
+          (setting) => ({ action: "settings.update", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value } }),
+        );
       },
       { body: t.Object({ value: t.Unknown() }) },
     )
     .delete("/api/settings/:key", ({ params, caller }) => {
       requireProjectAdmin(caller);
-      const setting = platform.settings.clear(params.key, caller.project.id);
-      platform.audit.write({ action: "settings.clear", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value, scope: setting.scope } });
-      return setting;
+      return platform.audit.recorded(
+        () => platform.settings.clear(params.key, caller.project.id),
+        (setting) => ({ action: "settings.clear", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value, scope: setting.scope } }),
+      );
     })
     .get(
       "/api/audit",
@@ -218,8 +223,7 @@ function projectRoutes(platform: Platform) {
       "/api/roles",
       ({ body, caller, set }) => {
         requireProjectAdmin(caller);
-        const role = platform.roles.add(caller.project.id, body.name);
-        platform.audit.write({ action: "role.add", userId: caller.user.id, projectId: caller.project.id, target: body.name });
+        const role = platform.audit.recorded(() => platform.roles.add(caller.project.id, body.name), { action: "role.add", userId: caller.user.id, projectId: caller.project.id, target: body.name });
         set.status = 201;
         return role;
       },
@@ -229,15 +233,25 @@ function projectRoutes(platform: Platform) {
       "/api/roles/:role/features/:feature",
       ({ params, caller }) => {
         requireGrantEditor(caller.role, params.role);
-        platform.roles.grant(caller.project.id, params.role, params.feature, caller.features);
-        platform.audit.write({ action: "role.grant", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
+        platform.audit.recorded(() => platform.roles.grant(caller.project.id, params.role, params.feature, caller.features), {
+          action: "role.grant",
+          userId: caller.user.id,
+          projectId: caller.project.id,
+          target: params.role,
+          detail: { feature: params.feature },
+        });
         return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
       },
     )
     .delete("/api/roles/:role/features/:feature", ({ params, caller }) => {
       requireGrantEditor(caller.role, params.role);
-      platform.roles.revoke(caller.project.id, params.role, params.feature, caller.features);
-      platform.audit.write({ action: "role.revoke", userId: caller.user.id, projectId: caller.project.id, target: params.role, detail: { feature: params.feature } });
+      platform.audit.recorded(() => platform.roles.revoke(caller.project.id, params.role, params.feature, caller.features), {
+        action: "role.revoke",
+        userId: caller.user.id,
+        projectId: caller.project.id,
+        target: params.role,
+        detail: { feature: params.feature },
+      });
       return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
     })
     .get("/api/packages/:package/access", ({ params, caller }) => {
@@ -249,16 +263,26 @@ function projectRoutes(platform: Platform) {
       "/api/packages/:package/access",
       ({ params, body, caller }) => {
         if (caller.role !== "owner") throw forbidden("owner_required", "Only the project owner can attach a package-access feature");
-        platform.roles.setPackageAccess(caller.project.id, params.package, body.feature);
-        platform.audit.write({ action: "package.access", userId: caller.user.id, projectId: caller.project.id, target: params.package, detail: { feature: body.feature } });
+        platform.audit.recorded(() => platform.roles.setPackageAccess(caller.project.id, params.package, body.feature), {
+          action: "package.access",
+          userId: caller.user.id,
+          projectId: caller.project.id,
+          target: params.package,
+          detail: { feature: body.feature },
+        });
         return { package: params.package, feature: body.feature };
       },
       { body: t.Object({ feature: t.String({ maxLength: 64 }) }) },
     )
     .delete("/api/packages/:package/access", ({ params, caller }) => {
       if (caller.role !== "owner") throw forbidden("owner_required", "Only the project owner can detach a package-access feature");
-      platform.roles.clearPackageAccess(caller.project.id, params.package);
-      platform.audit.write({ action: "package.access", userId: caller.user.id, projectId: caller.project.id, target: params.package, detail: { feature: null } });
+      platform.audit.recorded(() => platform.roles.clearPackageAccess(caller.project.id, params.package), {
+        action: "package.access",
+        userId: caller.user.id,
+        projectId: caller.project.id,
+        target: params.package,
+        detail: { feature: null },
+      });
       return { package: params.package, feature: null };
     });
 }
@@ -284,8 +308,10 @@ function agentRoutes(platform: Platform) {
         // Agents scope terminal sessions: a role that cannot open the terminal (viewers, a new custom role) has no use for one,
         // and a shared one it made would be listed to every member and take its name.
         requireFeature(caller, FEATURES.terminalRead);
-        const agent = platform.agents.create(caller.project.id, body.name, caller.user.id, body.shared ?? false);
-        platform.audit.write({ action: "agent.add", userId: caller.user.id, projectId: caller.project.id, agentId: agent.id, target: agent.name });
+        const agent = platform.audit.recorded(
+          () => platform.agents.create(caller.project.id, body.name, caller.user.id, body.shared ?? false),
+          (agent) => ({ action: "agent.add", userId: caller.user.id, projectId: caller.project.id, agentId: agent.id, target: agent.name }),
+        );
         set.status = 201;
         return agent;
       },

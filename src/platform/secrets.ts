@@ -13,6 +13,15 @@ export interface SecretInfo {
   updatedAt: number;
 }
 
+/** A secret checked and encrypted, ready to be written. */
+export interface SealedSecret {
+  scope: SecretScope;
+  scopeId: string;
+  id: string;
+  iv: Buffer;
+  ciphertext: Buffer;
+}
+
 const SECRET_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 /** Secrets are tokens and keys, not files. */
 const MAX_SECRET_LENGTH = 16 * 1024;
@@ -27,6 +36,11 @@ export class Secrets {
 
   /** Store (or replace) a secret. */
   async put(scope: SecretScope, scopeId: string, id: string, value: string): Promise<SecretInfo> {
+    return this.store(await this.seal(scope, scopeId, id, value));
+  }
+
+  /** Check and encrypt a secret for `store`: the half of `put` that awaits, so the write can share a transaction. */
+  async seal(scope: SecretScope, scopeId: string, id: string, value: string): Promise<SealedSecret> {
     if (!SECRET_ID.test(id)) throw badRequest("invalid_secret_id", `Cannot store secret: "${id}" is not a valid secret id`);
     if (typeof value !== "string" || value.length === 0 || value.length > MAX_SECRET_LENGTH) {
       throw badRequest("invalid_secret_value", `Cannot store secret "${id}": the value must be 1 to ${MAX_SECRET_LENGTH} characters`);
@@ -39,13 +53,18 @@ export class Secrets {
       this.key,
       new TextEncoder().encode(value),
     );
-    const row = { scope, scopeId, id, iv: Buffer.from(iv), ciphertext: Buffer.from(ciphertext), updatedAt: Date.now() };
+    return { scope, scopeId, id, iv: Buffer.from(iv), ciphertext: Buffer.from(ciphertext) };
+  }
+
+  /** Write a sealed secret, replacing one of the same id. */
+  store(sealed: SealedSecret): SecretInfo {
+    const row = { ...sealed, updatedAt: Date.now() };
     this.db
       .insert(secrets)
       .values(row)
       .onConflictDoUpdate({ target: [secrets.scope, secrets.scopeId, secrets.id], set: { iv: row.iv, ciphertext: row.ciphertext, updatedAt: row.updatedAt } })
       .run();
-    return { scope, id, updatedAt: row.updatedAt };
+    return { scope: row.scope, id: row.id, updatedAt: row.updatedAt };
   }
 
   /** The plaintext, for server-side use only (a runner's API key, a bot token). Null when absent. */

@@ -40,8 +40,11 @@ export class Users {
     this.#byId = db.select({ id: users.id, email: users.email, createdAt: users.createdAt }).from(users).where(eq(users.id, sql.placeholder("id"))).prepare();
   }
 
-  /** Create a user; the email is normalised to lower case. */
-  async create(email: string, password: string): Promise<User> {
+  /**
+   * Create a user; the email is normalised to lower case. `alongside` (its
+   * audit entry) runs in the insert's transaction: if it throws, no user is left.
+   */
+  async create(email: string, password: string, alongside?: (user: User) => void): Promise<User> {
     const normalized = normalizeEmail(email);
     if (!EMAIL.test(normalized)) throw badRequest("invalid_email", `Cannot create user: "${email}" is not an email address`);
     if (normalized.length > MAX_EMAIL_LENGTH) throw badRequest("invalid_email", `Cannot create user: an email address has at most ${MAX_EMAIL_LENGTH} characters`);
@@ -49,20 +52,36 @@ export class Users {
     const exists = () => conflict("user_exists", `Cannot create user: "${normalized}" already exists`);
     if (this.findByEmail(normalized)) throw exists();
     const row = { id: newId(), email: normalized, passwordHash: await hashPassword(password), createdAt: Date.now() };
+    const user = publicUser(row);
     try {
-      this.db.insert(users).values(row).run();
+      this.db.$client
+        .transaction(() => {
+          this.db.insert(users).values(row).run();
+          alongside?.(user);
+        })
+        .immediate();
     } catch (error) {
       // Created meanwhile, while the password was hashed (another CLI run, say).
       if (isUniqueViolation(error)) throw exists();
       throw error;
     }
-    return publicUser(row);
+    return user;
   }
 
-  /** Replace a user's password (the caller ends their sign-ins: a reset after a leak must lock the holder out). */
-  async setPassword(userId: string, password: string): Promise<void> {
+  /**
+   * Replace a user's password. `alongside` runs in the same transaction: the
+   * caller ends their sign-ins there (a reset after a leak must lock the holder
+   * out, never leave the new password with the old sign-ins) and audits it.
+   */
+  async setPassword(userId: string, password: string, alongside?: () => void): Promise<void> {
     checkPassword(password, "Cannot set the password");
-    this.db.update(users).set({ passwordHash: await hashPassword(password) }).where(eq(users.id, userId)).run();
+    const passwordHash = await hashPassword(password);
+    this.db.$client
+      .transaction(() => {
+        this.db.update(users).set({ passwordHash }).where(eq(users.id, userId)).run();
+        alongside?.();
+      })
+      .immediate();
   }
 
   /** The user with this id, or null. */

@@ -13,8 +13,9 @@ const Kind = t.Union(SOURCE_KINDS.map((k) => t.Literal(k)));
 /** Owners and admins manage the project's sources and their URI-policy rules under /api/sources. */
 export function sourceRoutes(options: SourceRoutesOptions) {
   const { platform, store } = options;
-  const audit = (caller: ProjectCaller, action: string, target: string, detail?: Record<string, unknown>) =>
-    platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
+  /** Make a change and its audit entry (naming what the change returned) one transaction. */
+  const recorded = <T>(caller: ProjectCaller, action: string, change: () => T, entry: (result: T) => { target: string; detail?: Record<string, unknown> }) =>
+    platform.audit.recorded(change, (result) => ({ action, userId: caller.user.id, projectId: caller.project.id, ...entry(result) }));
   return new Elysia({ name: "source-routes", prefix: "/api/sources" })
     // derive, not resolve: Elysia runs derive before it validates the body, so only an admin learns what a body needs.
     .derive(async ({ request }) => {
@@ -27,8 +28,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
     .post(
       "/",
       ({ caller, body, set }) => {
-        const source = store.add(caller.project.id, body);
-        audit(caller, "source.add", source.slug, { kind: source.kind, root: source.root });
+        const source = recorded(caller, "source.add", () => store.add(caller.project.id, body), (added) => ({ target: added.slug, detail: { kind: added.kind, root: added.root } }));
         set.status = 201;
         return source;
       },
@@ -45,11 +45,13 @@ export function sourceRoutes(options: SourceRoutesOptions) {
     .patch(
       "/:slug",
       ({ caller, params, body }) => {
-        let source = store.require(caller.project.id, params.slug);
-        if (body.enabled !== undefined) source = store.setEnabled(caller.project.id, params.slug, body.enabled);
-        if (body.running !== undefined) source = store.setRunning(caller.project.id, params.slug, body.running);
-        audit(caller, "source.update", source.slug, body);
-        return source;
+        const change = () => {
+          let source = store.require(caller.project.id, params.slug);
+          if (body.enabled !== undefined) source = store.setEnabled(caller.project.id, params.slug, body.enabled);
+          if (body.running !== undefined) source = store.setRunning(caller.project.id, params.slug, body.running);
+          return source;
+        };
+        return recorded(caller, "source.update", change, (source) => ({ target: source.slug, detail: body }));
       },
       { body: t.Object({ enabled: t.Optional(t.Boolean()), running: t.Optional(t.Boolean()) }), transform: requireObjectBody },
     )
@@ -61,8 +63,10 @@ export function sourceRoutes(options: SourceRoutesOptions) {
         if (!subjectExists(platform, caller.project.id, body.subjectKind, body.subject)) {
           throw badRequest("unknown_subject", `Cannot add rule: the project has no ${body.subjectKind} "${body.subject}"`);
         }
-        const rule = store.addRule(source, body);
-        audit(caller, "source.rule", source.slug, { subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms });
+        const rule = recorded(caller, "source.rule", () => store.addRule(source, body), (rule) => ({
+          target: source.slug,
+          detail: { subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms },
+        }));
         set.status = 201;
         return rule;
       },
@@ -80,9 +84,10 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       "/:slug/rules/:ruleId",
       ({ caller, params }) => {
         const source = store.require(caller.project.id, params.slug);
-        const rule = store.removeRule(source, params.ruleId);
-        audit(caller, "source.rule.remove", source.slug, { id: rule.id, subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms });
-        return rule;
+        return recorded(caller, "source.rule.remove", () => store.removeRule(source, params.ruleId), (rule) => ({
+          target: source.slug,
+          detail: { id: rule.id, subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms },
+        }));
       },
       { params: t.Object({ slug: t.String(), ruleId: t.Numeric({ minimum: 1, multipleOf: 1, title: "ruleId" }) }) },
     );

@@ -54,8 +54,9 @@ export function manageableWorkflow(part: WorkflowsPart, caller: ProjectCaller, i
  */
 export function workflowRoutes(options: WorkflowRoutesOptions) {
   const { platform, part } = options;
-  const audit = (caller: ProjectCaller, action: string, target: string, detail?: Record<string, unknown>) =>
-    platform.audit.write({ action, userId: caller.user.id, projectId: caller.project.id, target, detail });
+  /** Make a change and its audit entry (naming what the change returned) one transaction. */
+  const recorded = <T>(caller: ProjectCaller, action: string, change: () => T, entry: (result: T) => { target: string; detail?: Record<string, unknown> }) =>
+    platform.audit.recorded(change, (result) => ({ action, userId: caller.user.id, projectId: caller.project.id, ...entry(result) }));
   // Workflows whose DELETE waits for their runs to stop. Archived first so no fire is taken; an edit
   // meanwhile (status active, an accepted template upgrade) would let one in that runs after the row is gone.
   const deleting = new Set<string>();
@@ -88,9 +89,13 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         }
         const name = body.name ?? template?.name;
         if (name === undefined) throw badRequest("invalid_name", 'Cannot save workflow: "name" is required');
-        const workflow = part.workflows.create({ ...body, name, template, projectId: caller.project.id, createdBy: caller.user.id });
+        const workflow = recorded(
+          caller,
+          "workflow.add",
+          () => part.workflows.create({ ...body, name, template, projectId: caller.project.id, createdBy: caller.user.id }),
+          (created) => ({ target: created.id, detail: { name: created.name, runner: created.runner.kind, template: template?.id ?? null } }),
+        );
         part.changed(workflow.id);
-        audit(caller, "workflow.add", workflow.id, { name: workflow.name, runner: workflow.runner.kind, template: template?.id ?? null });
         set.status = 201;
         return workflowView(part, workflow);
       },
@@ -115,8 +120,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       "/spend-limit",
       ({ body, caller }) => {
         requireProjectAdmin(caller);
-        const limit = part.limits.set(caller.project.id, body);
-        audit(caller, "workflow.spend_limit", caller.project.id, { ...limit });
+        const limit = recorded(caller, "workflow.spend_limit", () => part.limits.set(caller.project.id, body), (set) => ({ target: caller.project.id, detail: { ...set } }));
         return { ...limit, used: part.limits.usage(caller.project.id) };
       },
       { body: t.Object({ runsPerDay: t.Integer(), tokensPerDay: t.Integer() }) },
@@ -130,9 +134,8 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         if (body.status && body.status !== "archived" && pendingTemplateUpgrade(workflow)) {
           throw conflict("template_upgrade_required", `Cannot make workflow "${workflow.name}" ${body.status}: accept its template upgrade first (or archive it)`);
         }
-        const updated = part.workflows.update(workflow.id, body);
+        const updated = recorded(caller, "workflow.update", () => part.workflows.update(workflow.id, body), () => ({ target: workflow.id, detail: { fields: Object.keys(body) } }));
         part.changed(workflow.id);
-        audit(caller, "workflow.update", workflow.id, { fields: Object.keys(body) });
         return workflowView(part, updated);
       },
       {
@@ -161,12 +164,14 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         part.workflows.update(workflow.id, { status: "archived" });
         part.changed(workflow.id);
         await part.engine.cancelAll(workflow.id);
-        part.limits.deleteKeepingUsage(workflow.id, () => part.workflows.delete(workflow.id));
+        recorded(caller, "workflow.delete", () => part.limits.deleteKeepingUsage(workflow.id, () => part.workflows.delete(workflow.id)), () => ({
+          target: workflow.id,
+          detail: { name: workflow.name },
+        }));
         part.changed(workflow.id);
       } finally {
         deleting.delete(workflow.id);
       }
-      audit(caller, "workflow.delete", workflow.id, { name: workflow.name });
       return { ok: true };
     })
     .post("/:id/take-over", ({ params, caller }) => {
@@ -174,17 +179,21 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       const workflow = manageableWorkflow(part, caller, params.id);
       requireRunnableCreator(platform, caller.project, caller.user, workflow.runner);
       if (workflow.createdBy === caller.user.id) return workflowView(part, workflow);
-      const updated = part.workflows.setCreator(workflow.id, caller.user.id);
-      audit(caller, "workflow.take_over", workflow.id, { previousCreator: workflow.createdBy });
+      const updated = recorded(caller, "workflow.take_over", () => part.workflows.setCreator(workflow.id, caller.user.id), () => ({
+        target: workflow.id,
+        detail: { previousCreator: workflow.createdBy },
+      }));
       return workflowView(part, updated);
     })
     .post("/:id/upgrade-template", ({ params, caller }) => {
       const workflow = notBeingDeleted(manageableWorkflow(part, caller, params.id));
       const template = pendingTemplateUpgrade(workflow);
       if (!template) throw conflict("no_template_upgrade", `Cannot upgrade workflow "${workflow.name}": it is not awaiting a template upgrade`);
-      const upgraded = part.workflows.upgradeTemplate(workflow.id, template);
+      const upgraded = recorded(caller, "workflow.template_upgrade", () => part.workflows.upgradeTemplate(workflow.id, template), () => ({
+        target: workflow.id,
+        detail: { template: template.id, version: template.version },
+      }));
       part.changed(workflow.id);
-      audit(caller, "workflow.template_upgrade", workflow.id, { template: template.id, version: template.version });
       return workflowView(part, upgraded);
     })
     .get("/:id/triggers", ({ params, caller }) => {
