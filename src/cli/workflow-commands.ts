@@ -111,6 +111,7 @@ export const workflowCommands: Command[] = [
       const project = platform.projects.get(workflow.projectId)!;
       const owner = platform.users.requireByEmail(str(v, "owner"));
       requireRunnableCreator(platform, project, owner, workflow.runner);
+      if (workflow.createdBy === owner.id) return { ...workflow, creatorEmail: owner.email };
       const updated = platform.audit.recorded(() => stores(platform).workflows.setCreator(workflow.id, owner.id), {
         action: "workflow.reassign",
         userId: owner.id,

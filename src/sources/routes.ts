@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { badRequest, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
-import { SOURCE_KINDS, type SourceStore } from "./source-store.ts";
+import { MAX_CONNECTOR_LENGTH, MAX_LABEL_LENGTH, MAX_PATH_LENGTH, MAX_SUBJECT_LENGTH, SOURCE_KINDS, type SourceStore } from "./source-store.ts";
 
 /** Collaborators of the source routes. */
 export interface SourceRoutesOptions {
@@ -36,9 +36,9 @@ export function sourceRoutes(options: SourceRoutesOptions) {
         body: t.Object({
           slug: t.String({ maxLength: 63 }),
           kind: Kind,
-          root: t.Optional(t.String({ maxLength: 4096 })),
-          label: t.Optional(t.String({ maxLength: 200 })),
-          connector: t.Optional(t.String({ maxLength: 100 })),
+          root: t.Optional(t.String({ maxLength: MAX_PATH_LENGTH })),
+          label: t.Optional(t.String({ maxLength: MAX_LABEL_LENGTH })),
+          connector: t.Optional(t.String({ maxLength: MAX_CONNECTOR_LENGTH })),
         }),
       },
     )
@@ -73,8 +73,8 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       {
         body: t.Object({
           subjectKind: t.Union([t.Literal("role"), t.Literal("user"), t.Literal("agent")]),
-          subject: t.String({ minLength: 1, maxLength: 100 }),
-          path: t.Optional(t.String({ maxLength: 4096 })),
+          subject: t.String({ minLength: 1, maxLength: MAX_SUBJECT_LENGTH }),
+          path: t.Optional(t.String({ maxLength: MAX_PATH_LENGTH })),
           effect: t.Union([t.Literal("allow"), t.Literal("deny")]),
           perms: t.String({ maxLength: 3 }),
         }),

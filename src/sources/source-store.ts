@@ -41,6 +41,14 @@ export interface NewSource {
 }
 
 const SLUG = /^[a-z0-9][a-z0-9-]{0,62}$/;
+/** Longest root or rule path (Linux's PATH_MAX is 4096 bytes). */
+export const MAX_PATH_LENGTH = 4096;
+/** Longest source label: a tab's title. */
+export const MAX_LABEL_LENGTH = 200;
+/** Longest connector name. */
+export const MAX_CONNECTOR_LENGTH = 100;
+/** Longest rule subject: a role name, a user id or an agent id. */
+export const MAX_SUBJECT_LENGTH = 100;
 /** Slugs the product itself uses for synthetic tabs. */
 const RESERVED_SLUGS = new Set(["container-root"]);
 /** The connector of each kind, when the caller names none. */
@@ -76,6 +84,12 @@ export class SourceStore {
   /** Add a source. Local and host sources need an absolute root. */
   add(projectId: string, input: NewSource): Source {
     if (!SLUG.test(input.slug) || RESERVED_SLUGS.has(input.slug)) throw badRequest("invalid_slug", `Cannot add source: "${input.slug}" is not a valid slug`);
+    // Here, not only in the route's schema: the CLI adds sources too.
+    if ((input.root?.length ?? 0) > MAX_PATH_LENGTH) throw badRequest("invalid_root", `Cannot add source "${input.slug}": a root has at most ${MAX_PATH_LENGTH} characters`);
+    if ((input.label?.length ?? 0) > MAX_LABEL_LENGTH) throw badRequest("invalid_label", `Cannot add source "${input.slug}": a label has at most ${MAX_LABEL_LENGTH} characters`);
+    if ((input.connector?.length ?? 0) > MAX_CONNECTOR_LENGTH) {
+      throw badRequest("invalid_connector", `Cannot add source "${input.slug}": a connector has at most ${MAX_CONNECTOR_LENGTH} characters`);
+    }
     const needsRoot = input.kind === "local" || input.kind === "host";
     if (needsRoot && (!input.root || !isAbsolute(input.root))) {
       throw badRequest("invalid_root", `Cannot add source "${input.slug}": a ${input.kind} source needs an absolute root path`);
@@ -140,6 +154,10 @@ export class SourceStore {
   addRule(source: Source, rule: { subjectKind: PolicyRule["subjectKind"]; subject: string; path?: string; effect: PolicyRule["effect"]; perms: string; seeded?: boolean }): SourceRule {
     const perms = parsePerms(rule.perms);
     if (!perms) throw badRequest("invalid_perms", `Cannot add rule: "${rule.perms}" is not a permission set (r, w, x)`);
+    if (rule.subject.length === 0 || rule.subject.length > MAX_SUBJECT_LENGTH) {
+      throw badRequest("invalid_subject", `Cannot add rule: a subject has 1 to ${MAX_SUBJECT_LENGTH} characters`);
+    }
+    if ((rule.path?.length ?? 0) > MAX_PATH_LENGTH) throw badRequest("invalid_path", `Cannot add rule: a path has at most ${MAX_PATH_LENGTH} characters`);
     const path = normalizeSubpath(rule.path ?? "");
     if (path === null) throw badRequest("invalid_path", `Cannot add rule: "${rule.path}" leaves the source root`);
     const row = { sourceId: source.id, subjectKind: rule.subjectKind, subject: rule.subject, path, effect: rule.effect, perms, seeded: rule.seeded ?? false, createdAt: Date.now() };

@@ -295,6 +295,27 @@ describe("the hatch CLI", () => {
     }
   });
 
+  test("source add and source rule refuse what the HTTP routes refuse as too long: a label, a root, a rule path", async () => {
+    using dir = tempDataDir();
+    const cli = (...argv: string[]) => hatchCli(dir, argv, [...adminCommands, ...sourceCommands]);
+    await cli("admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1");
+    await cli("admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com");
+    using root = tempDataDir();
+    const refused = {
+      invalid_label: ["admin", "source", "add", "--project", "p", "--slug", "long-label", "--kind", "local", "--root", `${root}`, "--label", "x".repeat(201)],
+      invalid_root: ["admin", "source", "add", "--project", "p", "--slug", "long-root", "--kind", "local", "--root", `/${"d/".repeat(2100)}`],
+    };
+    for (const [code, argv] of Object.entries(refused)) {
+      const result = await cli(...argv, "--json");
+      expect({ code: result.code, error: JSON.parse(result.err).error.code }).toEqual({ code: 1, error: code });
+    }
+    expect((await cli("admin", "source", "list", "--project", "p", "--json")).json()).toEqual([]);
+    expect((await cli("admin", "source", "add", "--project", "p", "--slug", "docs", "--kind", "local", "--root", `${root}`)).code).toBe(0);
+    const longPath = await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "member", "--path", "a/".repeat(2100), "--allow", "r", "--json");
+    expect({ code: longPath.code, error: JSON.parse(longPath.err).error.code }).toEqual({ code: 1, error: "invalid_path" });
+    expect((await cli("admin", "source", "rule", "list", "--project", "p", "--source", "docs", "--json")).json()).toEqual([]);
+  });
+
   test("a data dir, database or key file that cannot be opened stops a command with exit 1 and one line, no stack trace", async () => {
     using dir = tempDataDir();
     const notADir = join(dir, "not-a-dir");

@@ -154,6 +154,9 @@ describe("the workflow CLI", () => {
     const listed = (await cli(dir, ["workflow", "list", "--project", "p", "--json"])).json()[0];
     expect(listed.createdBy).not.toBe(workflow.createdBy);
     expect(reassigned.out).toBe(`workflow W (${workflow.id}) now runs as next@example.com\n`);
+    // Reassigning to the creator it has changes nothing, and records nothing (as take-over by the creator).
+    const again = await cli(dir, ["workflow", "reassign", "--workflow", workflow.id, "--owner", "next@example.com"]);
+    expect({ code: again.code, out: again.out }).toEqual({ code: 0, out: reassigned.out });
     using stored = new Database(join(dir, DATABASE_FILE), { readonly: true });
     const audited = stored.query("SELECT user_id, target, detail FROM audit_log WHERE action = 'workflow.reassign'").all() as { user_id: string; target: string; detail: string }[];
     expect(audited.map((e) => ({ ...e, detail: JSON.parse(e.detail) }))).toEqual([{ user_id: listed.createdBy, target: workflow.id, detail: { previousCreator: workflow.createdBy, via: "cli" } }]);
