@@ -1,4 +1,4 @@
-import { forbidden, notFound, Settings, type Platform, type SettingScope, type SettingView } from "../platform/index.ts";
+import { AGENT_PACKAGE, FEATURES, forbidden, hasFeature, notFound, Settings, type Platform, type SettingScope, type SettingView } from "../platform/index.ts";
 import { str, UsageError, type Command, type CommandContext } from "./command.ts";
 
 const project = { type: "string", required: true, description: "project slug" } as const;
@@ -234,7 +234,16 @@ export const adminCommands: Command[] = [
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
-      if (!platform.projects.roleOf(p.id, owner.id)) throw forbidden("not_a_member", `${owner.email} is not a member of ${p.slug}`);
+      const role = platform.projects.roleOf(p.id, owner.id);
+      if (!role) throw forbidden("not_a_member", `${owner.email} is not a member of ${p.slug}`);
+      // What POST /api/agents asks of its caller: an agent scopes terminal sessions, of no use to a role without the terminal.
+      const features = platform.roles.featuresOf(p.id, role);
+      if (!hasFeature(features, FEATURES.terminalRead)) {
+        throw forbidden("feature_required", `${owner.email} (role ${role}) lacks the feature ${FEATURES.terminalRead}, which an agent's sessions need`);
+      }
+      if (!platform.roles.packageVisible(p.id, AGENT_PACKAGE, features)) {
+        throw forbidden("package_hidden", `${owner.email} (role ${role}) cannot use the ${AGENT_PACKAGE} package, which agents belong to`);
+      }
       return platform.audit.recorded(
         () => platform.agents.create(p.id, str(v, "name"), owner.id, v.shared === true),
         (agent) => ({ action: "agent.add", userId: owner.id, projectId: p.id, agentId: agent.id, target: agent.name, detail: { via: "cli" } }),

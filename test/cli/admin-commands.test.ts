@@ -59,6 +59,17 @@ describe("the hatch CLI", () => {
     expect(revoked.json().features).toEqual([]);
     const agent = await hatchCli(dir, ["admin", "agent", "add", "--project", "p", "--name", "helper", "--owner", "o@example.com", "--json"]);
     expect(agent.json()).toMatchObject({ name: "helper", shared: false });
+    // As POST /api/agents asks of its caller: the owner's role must reach the terminal and see the agent package.
+    await hatchCli(dir, ["admin", "user", "add", "--email", "v@example.com", "--password", "viewer pass 1"]);
+    await hatchCli(dir, ["admin", "member", "add", "--project", "p", "--email", "v@example.com", "--role", "ops"]);
+    const noTerminal = await hatchCli(dir, ["admin", "agent", "add", "--project", "p", "--name", "ops-bot", "--owner", "v@example.com", "--json"]);
+    expect({ code: noTerminal.code, error: JSON.parse(noTerminal.err).error.code }).toEqual({ code: 1, error: "feature_required" });
+    await hatchCli(dir, ["admin", "grant", "--project", "p", "--role", "ops", "--feature", "terminal.read"]);
+    await hatchCli(dir, ["admin", "package-access", "--project", "p", "--package", "agent", "--feature", "terminal.supervise"]);
+    const hidden = await hatchCli(dir, ["admin", "agent", "add", "--project", "p", "--name", "ops-bot", "--owner", "v@example.com", "--json"]);
+    expect({ code: hidden.code, error: JSON.parse(hidden.err).error.code }).toEqual({ code: 1, error: "package_hidden" });
+    await hatchCli(dir, ["admin", "package-access", "--project", "p", "--package", "agent", "--clear"]);
+    expect((await hatchCli(dir, ["admin", "agent", "add", "--project", "p", "--name", "ops-bot", "--owner", "v@example.com"])).code).toBe(0);
     expect((await hatchCli(dir, ["admin", "setting", "set", "terminalIdleShutdownMinutes", "5", "--json"])).json().value).toBe(5);
     expect((await hatchCli(dir, ["admin", "setting", "get", "terminalIdleShutdownMinutes"])).out).toBe("terminalIdleShutdownMinutes = 5 minutes (set server-wide)\n");
     // A project's own value, over the server-wide one; unset drops it again.
