@@ -25,16 +25,14 @@ function settingLine(setting: SettingView, withUnit: boolean): string {
 /** `--password P` or `--password-stdin`: a password typed on the command line shows in `ps` and the shell's history. */
 function passwordOptions(description: string) {
   return {
-    password: { type: "string", description: `${description}; visible in ps and shell history, prefer --password-stdin` },
-    "password-stdin": { type: "boolean", description: "read the password from standard input (one trailing newline dropped)" },
+    password: { type: "string", oneOf: "password", description: `${description}; visible in ps and shell history, prefer --password-stdin` },
+    "password-stdin": { type: "boolean", oneOf: "password", description: "read the password from standard input (one trailing newline dropped)" },
   } as const;
 }
 
-/** The password given by exactly one of `--password` and `--password-stdin`. */
+/** The password given by `--password` or `--password-stdin` (exactly one: their `oneOf` group). */
 async function passwordOption(ctx: CommandContext, v: Record<string, string | boolean | undefined>): Promise<string> {
-  const inline = v.password;
   const fromStdin = v["password-stdin"] === true;
-  if ((inline !== undefined) === fromStdin) throw new UsageError("give exactly one of --password, --password-stdin");
   // `echo "$PASSWORD" | hatch …` adds a newline that is not part of the password.
   return fromStdin ? (await ctx.readStdin()).replace(/\r?\n$/, "") : str(v, "password");
 }
@@ -199,11 +197,10 @@ export const adminCommands: Command[] = [
     options: {
       project,
       package: { type: "string", required: true, description: "package slug, e.g. agent" },
-      feature: { type: "string", description: "feature a role needs to see the package" },
-      clear: { type: "boolean", description: "detach the feature: every role sees the package" },
+      feature: { type: "string", oneOf: "access", description: "feature a role needs to see the package" },
+      clear: { type: "boolean", oneOf: "access", description: "detach the feature: every role sees the package" },
     },
     run: async (ctx, v) => {
-      if ((v.feature === undefined) === (v.clear === undefined)) throw new UsageError("give exactly one of --feature, --clear");
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
       const feature = platform.audit.recorded(

@@ -5,6 +5,8 @@ import type { Platform } from "../platform/index.ts";
 export interface OptionSpec {
   type: "string" | "boolean";
   required?: boolean;
+  /** Names a group of options of which exactly one must be given (checked, and shown in help, for the group). */
+  oneOf?: string;
   description: string;
 }
 

@@ -2,7 +2,7 @@ import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type HatchConfig } from "../config.ts";
 import { openDataDir } from "../db/index.ts";
 import { HatchError, openPlatform, type Platform } from "../platform/index.ts";
-import { UsageError, type Command, type CommandContext } from "./command.ts";
+import { UsageError, type Command, type CommandContext, type OptionSpec } from "./command.ts";
 import { printableJson, printableLines, printableText } from "./printable.ts";
 
 /** Where the CLI writes; injectable so tests can read it. */
@@ -141,6 +141,9 @@ function checkArguments(command: Command, values: Record<string, unknown>, posit
   for (const [name, spec] of Object.entries(command.options)) {
     if (spec.required && (values[name] === undefined || values[name] === "")) throw new UsageError(`--${name} is required`);
   }
+  for (const group of oneOfGroups(command)) {
+    if (group.filter((name) => values[name] !== undefined).length !== 1) throw new UsageError(`give exactly one of ${group.map((name) => `--${name}`).join(", ")}`);
+  }
   const expected = command.positionals ?? [];
   // Not echoed: it is most often the rest of an unquoted value, a password's second word among them.
   if (positionals.length > expected.length) throw new UsageError(`unexpected argument at position ${expected.length + 1} (quote a value that holds spaces)`);
@@ -148,10 +151,25 @@ function checkArguments(command: Command, values: Record<string, unknown>, posit
   if (missing) throw new UsageError(`${missing.name} is required`);
 }
 
+/** The option names of each `oneOf` group of a command, in the order they are declared. */
+function oneOfGroups(command: Command): string[][] {
+  const groups = new Map<string, string[]>();
+  for (const [name, spec] of Object.entries(command.options)) {
+    if (spec.oneOf !== undefined) groups.set(spec.oneOf, [...(groups.get(spec.oneOf) ?? []), name]);
+  }
+  return [...groups.values()];
+}
+
 function commandUsage(command: Command): string {
   const positional = (command.positionals ?? []).map((p) => (p.required ? p.name : `[${p.name}]`)).join(" ");
+  const groups = oneOfGroups(command);
+  const note = (name: string, spec: OptionSpec) => {
+    if (spec.required) return "";
+    const group = groups.find((g) => g.includes(name));
+    return group ? ` (or ${group.filter((other) => other !== name).map((other) => `--${other}`).join(", ")})` : " (optional)";
+  };
   const flags = Object.entries(command.options)
-    .map(([name, spec]) => `  --${name}${spec.type === "string" ? " VALUE" : ""}${spec.required ? "" : " (optional)"}  ${spec.description}`)
+    .map(([name, spec]) => `  --${name}${spec.type === "string" ? " VALUE" : ""}${note(name, spec)}  ${spec.description}`)
     .join("\n");
   return `usage: hatch ${command.path.join(" ")}${positional ? " " + positional : ""} [options] [--json]\n${command.summary}\n${flags}`;
 }

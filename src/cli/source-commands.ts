@@ -70,17 +70,15 @@ export const sourceCommands: Command[] = [
     options: {
       project,
       source: { type: "string", required: true, description: "source slug" },
-      role: { type: "string", description: "role name" },
-      user: { type: "string", description: "user email" },
-      agent: { type: "string", description: "agent name" },
+      role: { type: "string", oneOf: "subject", description: "role name" },
+      user: { type: "string", oneOf: "subject", description: "user email" },
+      agent: { type: "string", oneOf: "subject", description: "agent name" },
       path: { type: "string", description: "path below the source root" },
-      allow: { type: "string", description: "permissions to allow: r, rw, rwx, x ..." },
-      deny: { type: "string", description: "permissions to deny: r, rw, rwx, x ..." },
+      allow: { type: "string", oneOf: "effect", description: "permissions to allow: r, rw, rwx, x ..." },
+      deny: { type: "string", oneOf: "effect", description: "permissions to deny: r, rw, rwx, x ..." },
     },
     run: async (ctx, v) => {
       const subjects = (["role", "user", "agent"] as const).filter((k) => typeof v[k] === "string");
-      if (subjects.length !== 1) throw new UsageError("give exactly one of --role, --user, --agent");
-      if ((v.allow === undefined) === (v.deny === undefined)) throw new UsageError("give exactly one of --allow, --deny");
       const platform = await ctx.platform();
       const p = platform.projects.requireBySlug(str(v, "project"));
       const store = storeOf(platform);

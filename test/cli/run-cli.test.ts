@@ -1,7 +1,7 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { adminCommands, runCli } from "../../src/cli/index.ts";
+import { adminCommands, runCli, sourceCommands } from "../../src/cli/index.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { hatchCli, tempDataDir } from "../helpers/cli.ts";
 
@@ -28,6 +28,20 @@ describe("the CLI's usage errors", () => {
     const result = await hatchCli(dir, ["admin", "user", "add", "--email", "a@example.com", "--password", "correct", "horse-battery-staple"]);
     expect({ code: result.code, echoed: result.err.includes("horse-battery-staple") }).toEqual({ code: 2, echoed: false });
     expect(result.err).toStartWith("hatch: unexpected argument at position 1 (quote a value that holds spaces)");
+  });
+});
+
+describe("the CLI's help", () => {
+  test("an option one of a group must be given names the others instead of saying (optional), and giving none or two is refused", async () => {
+    using dir = tempDataDir();
+    const help = await hatchCli(dir, ["admin", "source", "rule", "--help"], sourceCommands);
+    expect(help.out).toContain("--role VALUE (or --user, --agent)  role name");
+    expect(help.out).toContain("--deny VALUE (or --allow)");
+    expect(help.out).toContain("--path VALUE (optional)");
+    for (const subjects of [[], ["--role", "member", "--user", "m@example.com"]]) {
+      const refused = await hatchCli(dir, ["admin", "source", "rule", "--project", "p", "--source", "s", ...subjects, "--allow", "r"], sourceCommands);
+      expect({ code: refused.code, err: refused.err }).toEqual({ code: 2, err: expect.stringContaining("give exactly one of --role, --user, --agent") });
+    }
   });
 });
 
