@@ -1,4 +1,4 @@
-import { badRequest, can, FEATURES, forbidden, HatchError, requireFeature, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { AGENT_PACKAGE, badRequest, can, FEATURES, forbidden, HatchError, requireFeature, type Platform, type ProjectCaller } from "../platform/index.ts";
 import {
   buildSessionEnv,
   execInSession,
@@ -135,8 +135,12 @@ export class TerminalService {
    * start new work in a session its owner could no longer open.
    */
   async narrowed(caller: ProjectCaller, session: PtySession): Promise<boolean> {
-    const owner = session.key.userId === caller.user.id ? caller : this.options.platform.callers.member(caller.project, session.key.userId);
-    return !owner || !(await this.options.destinations.stillAllowed(owner, session.sourceSlug, session.authority));
+    const { callers } = this.options.platform;
+    const owner = session.key.userId === caller.user.id ? caller : callers.member(caller.project, session.key.userId);
+    // An owner who lost the terminal itself (a role without terminal.read, or one the agent package is hidden from)
+    // can open nothing, whatever rule still names them on the source.
+    if (!owner || !callers.packageVisible(owner, AGENT_PACKAGE) || !can(owner, FEATURES.terminalRead)) return true;
+    return !(await this.options.destinations.stillAllowed(owner, session.sourceSlug, session.authority));
   }
 
   /**
