@@ -101,8 +101,19 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
       "/sessions/:id/read",
       async ({ caller, params, query }) => {
         // Reading the screen is viewing it: refused to the owner of a narrowed session, as a WebSocket connect is.
-        const { session } = await terminal.viewable(caller, params.id, query);
+        const { session, supervising } = await terminal.viewable(caller, params.id, query);
         const lines = await session.mirror.readLines(query.lines ?? 200);
+        // Looking at someone else's screen is audited however it is done, as a supervisor's view is (terminal.session attach).
+        if (supervising) {
+          platform.audit.write({
+            action: "terminal.session",
+            userId: caller.user.id,
+            projectId: caller.project.id,
+            agentId: session.key.agentId,
+            target: session.id,
+            detail: { event: "read", sessionUserId: session.key.userId, lines: lines.length },
+          });
+        }
         return { lines, fullScreen: session.mirror.fullScreen };
       },
       { params: Id, query: t.Object({ ...Address.properties, lines: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_READ_LINES, multipleOf: 1, title: "lines" })) }) },
