@@ -1,3 +1,4 @@
+import { statSync } from "node:fs";
 import { HatchError } from "../platform/index.ts";
 import type { LaunchSpec } from "./launch-spec.ts";
 
@@ -37,7 +38,20 @@ export function spawnDetached(command: { argv: string[]; cwd: string; env: Recor
 }
 
 /** The command spawner of an unconfined launch (Container Root, exec.unconfined). */
-export const spawnCommandUnconfined: CommandSpawner = (launch, argv) => spawnDetached({ argv, cwd: launch.cwd, env: launch.env });
+export const spawnCommandUnconfined: CommandSpawner = (launch, argv) => {
+  // The session may have removed its own working directory; Bun.spawn's ENOENT would name the program instead (a 500).
+  // Answered as a confined launch's missing directory is.
+  if (!isDirectory(launch.cwd)) throw new HatchError("root_invalid", 400, `Cannot use working directory "${launch.cwd}": it does not exist`, { path: launch.cwd });
+  return spawnDetached({ argv, cwd: launch.cwd, env: launch.env });
+};
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
 
 /** A command spawner that runs confined launches through the planner and fails closed without one. */
 export function createCommandSpawner(planner: ((launch: LaunchSpec) => { argv: string[]; env: Record<string, string>; cwd: string }) | null): CommandSpawner {
