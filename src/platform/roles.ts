@@ -3,7 +3,7 @@ import type { Db } from "../db/index.ts";
 import { packageAccess, roleFeatures, roles } from "../db/index.ts";
 import type { AccessChanges } from "./access-changes.ts";
 import { badRequest, conflict, forbidden, notFound } from "./errors.ts";
-import { hasFeature, isFeatureName, isRoleName, PACKAGES, WILDCARD } from "./features.ts";
+import { FEATURES, hasFeature, isFeatureName, isRoleName, PACKAGES, WILDCARD } from "./features.ts";
 
 /** A role with its grants. */
 export interface RoleGrants {
@@ -68,6 +68,7 @@ export class Roles {
     // The wildcard is the owner's alone (every feature, exec.unconfined included): an admin granting it would outrank themselves.
     if (feature === WILDCARD) throw forbidden("wildcard_owner_only", `Cannot grant "${WILDCARD}": only the owner role holds every feature; grant features by name`);
     requireHeld(grantor, feature, "grant");
+    requireCombinationHeld(grantor, role, feature, this.featuresOf(projectId, role));
     this.db.insert(roleFeatures).values({ projectId, role, feature }).onConflictDoNothing().run();
     this.changes.notify({ projectId });
   }
@@ -150,6 +151,33 @@ function requireHeld(grantor: ReadonlySet<string> | undefined, feature: string, 
   if (grantor && !hasFeature(grantor, feature)) {
     throw forbidden("feature_not_held", `Cannot ${action} "${feature}": your role does not hold it; only the owner grants and revokes features beyond their own role`);
   }
+}
+
+/**
+ * Features that are trusted-operator powers once the role can also run
+ * commands (core.execute): Container Root and native tabs run unconfined, and
+ * a supervisor that may type drives other members' sessions under their
+ * authority. The admin role holds them without core.execute (it watches,
+ * terminates and opens, but runs nothing), so an admin handing one to a role
+ * that executes would grant more than the admin role itself can do.
+ */
+const POWERS_WITH_EXECUTE: readonly string[] = [FEATURES.terminalContainer, FEATURES.terminalNative, FEATURES.terminalSupervise];
+
+/**
+ * 403 unless the grantor's own role holds the combination the grant makes: a
+ * role left holding core.execute with one of POWERS_WITH_EXECUTE needs a
+ * grantor holding both (the owner, or an admin the owner gave core.execute).
+ */
+function requireCombinationHeld(grantor: ReadonlySet<string> | undefined, role: string, feature: string, before: ReadonlySet<string>): void {
+  if (!grantor) return;
+  const after = new Set([...before, feature]);
+  if (!hasFeature(after, FEATURES.coreExecute)) return;
+  const power = POWERS_WITH_EXECUTE.find((p) => hasFeature(after, p) && (!hasFeature(grantor, p) || !hasFeature(grantor, FEATURES.coreExecute)));
+  if (power === undefined) return;
+  throw forbidden(
+    "combination_not_held",
+    `Cannot grant "${feature}" to ${role}: ${role} would hold ${power} with ${FEATURES.coreExecute}, which runs commands unconfined or in other members' sessions, and your role does not hold both; only the owner grants that`,
+  );
 }
 
 /** A misspelt package would store a rule that hides nothing while its owner believes it hidden. */

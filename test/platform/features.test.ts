@@ -94,8 +94,8 @@ describe("roles and feature grants", () => {
     expect(world.platform.roles.list(project.id)).toEqual(before);
     expect((await member.client.get("/api/auth/me")).body.features).not.toContain("exec.unconfined");
     // What the admin role holds, an admin hands on and takes back.
-    expect((await admin.client.put("/api/roles/member/features/terminal.supervise")).status).toBe(200);
-    expect((await admin.client.delete("/api/roles/member/features/terminal.supervise")).status).toBe(200);
+    expect((await admin.client.put("/api/roles/viewer/features/terminal.supervise")).status).toBe(200);
+    expect((await admin.client.delete("/api/roles/viewer/features/terminal.supervise")).status).toBe(200);
     expect((await owner.client.put("/api/roles/member/features/exec.unconfined")).status).toBe(200);
     expect((await member.client.get("/api/auth/me")).body.features).toContain("exec.unconfined");
     expect((await owner.client.delete("/api/roles/member/features/exec.unconfined")).status).toBe(200);
