@@ -41,8 +41,8 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   const database = openDataDir(config.dataDir);
   started.defer(() => database.close());
   for (const path of database.narrowed) console.warn(`hatch: ${path} was open to other users; narrowed it to its owner`);
-  const platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000, takeNewKey: true });
   const now = overrides.now ?? Date.now;
+  const platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000, takeNewKey: true, now });
   // Known once the web host listens (before the companion server does): port 0 picks one.
   let webPort = config.port;
   // Never readable from a tab or a run: the database and key, and the .env files Bun loaded secrets from.

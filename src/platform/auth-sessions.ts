@@ -59,7 +59,8 @@ export class AuthSessions {
     this.#live = db
       .select()
       .from(authSessions)
-      .where(and(eq(authSessions.id, sql.placeholder("id")), gt(authSessions.expiresAt, sql.placeholder("now"))))
+      // Made within the lifetime in force too: one lowered at a restart (after a leaked cookie, say) ends older sign-ins.
+      .where(and(eq(authSessions.id, sql.placeholder("id")), gt(authSessions.expiresAt, sql.placeholder("now")), gt(authSessions.createdAt, sql.placeholder("madeAfter"))))
       .prepare();
   }
 
@@ -90,7 +91,8 @@ export class AuthSessions {
   /** The live session behind a cookie value, or null (unknown, tampered or expired). */
   async resolve(token: string | undefined): Promise<AuthSession | null> {
     if (!token || token.length > 128) return null;
-    const row = this.#live.get({ id: await sha256Hex(token), now: this.now() });
+    const now = this.now();
+    const row = this.#live.get({ id: await sha256Hex(token), now, madeAfter: now - this.ttlMs });
     return row ? { id: row.id, userId: row.userId, projectId: row.projectId, expiresAt: row.expiresAt } : null;
   }
 
