@@ -1,5 +1,6 @@
 import { eq, max, sql } from "drizzle-orm";
 import { workflowRunEvents, type Db } from "../db/index.ts";
+import { storableText } from "./storable-text.ts";
 import type { RunEvent } from "./runner.ts";
 
 /** An event as stored: numbered from 1 within its run. */
@@ -44,7 +45,7 @@ export class RunEventLog {
   append(events: readonly RunEvent[]): StoredRunEvent[] {
     if (events.length === 0) return [];
     const at = this.now();
-    const stored = events.map((event, i) => ({ type: event.type, text: event.text, seq: this.#last + 1 + i, at }));
+    const stored = events.map((event, i) => ({ type: event.type, text: storableText(event.text), seq: this.#last + 1 + i, at }));
     this.db.$client.transaction(() => {
       for (const event of stored) this.#insert.run(event);
     })();

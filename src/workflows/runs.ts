@@ -6,6 +6,7 @@ import { RunEventLog, type StoredRunEvent } from "./run-event-log.ts";
 import { uuidv7 } from "./run-id.ts";
 import type { RunSource } from "./run-source.ts";
 import type { Workflow, WorkflowMode } from "./workflow.ts";
+import { storableText } from "./storable-text.ts";
 
 /** A run's status. `waiting-retry`: the runner's backend was unreachable or busy; it runs again later. */
 export type RunStatus = "queued" | "waiting-retry" | "running" | "succeeded" | "failed" | "cancelled";
@@ -45,13 +46,15 @@ export interface Run {
 
 /**
  * A run as a list shows it: its last LISTED_EVENTS_PER_RUN events, each text
- * cut at LISTED_EVENT_TEXT_CHARS (marked `truncated`), and how many it holds.
- * A run may hold 1,000 events and 1 MiB of answer, and a page 200 runs: whole,
- * one page could cost the server hundreds of megabytes. `get` has the rest.
+ * cut at LISTED_EVENT_TEXT_CHARS (marked `truncated`), and how many it holds;
+ * its error is cut likewise (`errorTruncated`). A run may hold 1,000 events
+ * and 1 MiB of answer or error, and a page 200 runs: whole, one page could
+ * cost the server hundreds of megabytes. `get` has the rest.
  */
 export interface ListedRun extends Omit<Run, "events"> {
   events: (StoredRunEvent & { truncated?: true })[];
   eventCount: number;
+  errorTruncated?: true;
 }
 
 /** Events each run of a list carries: the last ones, where its answers are. */
@@ -149,7 +152,7 @@ export class Runs {
       triggerKind: input.trigger.kind,
       mode: input.workflow.mode,
       status: "queued",
-      inputText: input.text,
+      inputText: input.text === null ? null : storableText(input.text),
       source: JSON.stringify(input.source),
       error: null,
       cancelled: null,
@@ -208,11 +211,18 @@ export class Runs {
     const where: SQL[] = [eq(workflowRuns.workflowId, workflowId)];
     if (options.status) where.push(eq(workflowRuns.status, options.status));
     if (options.before !== undefined) where.push(lt(workflowRuns.number, options.before));
-    const rows = this.db.select().from(workflowRuns).where(and(...where)).orderBy(desc(workflowRuns.number)).limit(options.limit ?? 50).all();
+    // The error cut in SQL, as the events are: an error event's text can be as long as a command's output.
+    const columns = {
+      ...getTableColumns(workflowRuns),
+      error: sql<string | null>`substr(${workflowRuns.error}, 1, ${LISTED_EVENT_TEXT_CHARS})`,
+      errorLength: sql<number | null>`length(${workflowRuns.error})`,
+    };
+    const rows = this.db.select(columns).from(workflowRuns).where(and(...where)).orderBy(desc(workflowRuns.number)).limit(options.limit ?? 50).all();
     const previews = this.#eventPreviews(rows.map((r) => r.id));
-    return rows.map((row) => {
+    return rows.map(({ errorLength, ...row }) => {
       const preview = previews.get(row.id);
-      return { ...toRun(row, preview?.events ?? []), eventCount: preview?.count ?? 0 };
+      const listed: ListedRun = { ...toRun(row, preview?.events ?? []), eventCount: preview?.count ?? 0 };
+      return (errorLength ?? 0) > LISTED_EVENT_TEXT_CHARS ? { ...listed, errorTruncated: true } : listed;
     });
   }
 
@@ -259,7 +269,7 @@ export class Runs {
     if (!run || FINISHED_STATUSES.includes(run.status)) return null;
     this.#set(runId, {
       status: end.status,
-      error: end.status === "succeeded" ? null : (end.error ?? run.error),
+      error: end.status === "succeeded" ? null : end.error === undefined || end.error === null ? run.error : storableText(end.error),
       cancelled: end.cancelled ?? null,
       tokensUsed: run.tokensUsed + (end.tokensUsed ?? 0),
       finishedAt: this.now(),

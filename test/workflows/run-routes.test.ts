@@ -27,6 +27,25 @@ describe("the run routes", () => {
     expect(listed.events.at(-1)).toEqual({ ...whole.events.at(-1)!, text: "a".repeat(LISTED_EVENT_TEXT_CHARS), truncated: true });
   });
 
+  test("a list stays small when runs failed with a long error event: the error on each listed run is cut like its events", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    // One error event of 900,000 characters (under the 1 MiB stdout cap): the run fails with that text.
+    const workflow = await commandWorkflow(member, `printf '{"type":"error","text":"'; head -c 900000 /dev/zero | tr '\\0' e; printf '"}\\n'`, { mode: "fresh" });
+    const fired = [];
+    for (let i = 0; i < 3; i++) fired.push((await member.client.post(`/api/workflows/${workflow.id}/runs`, {})).body.id);
+    for (const id of fired) expect((await waitForRun(member.client, workflow.id, id)).status).toBe("failed");
+
+    const { runs } = (await member.client.get(`/api/workflows/${workflow.id}/runs`)).body;
+    expect(runs).toHaveLength(3);
+    // Each listed event is cut at 1,000 characters, and so is the run's error (the same text).
+    expect(runs.map((run: { events: { text: string }[]; error: string; errorTruncated?: true }) => ({ event: run.events[0]!.text.length, error: run.error.length, cut: run.errorTruncated }))).toEqual(
+      runs.map(() => ({ event: LISTED_EVENT_TEXT_CHARS, error: LISTED_EVENT_TEXT_CHARS, cut: true })),
+    );
+    // The run itself still has the whole error.
+    expect((await member.client.get(`/api/workflows/${workflow.id}/runs/${fired[0]}`)).body.error).toHaveLength(900_000);
+  });
+
   test("a long history reads page by page: each full page says where the next begins, and the last says there is none", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");

@@ -95,4 +95,23 @@ describe("threads", () => {
     const fired = await Promise.all([fire(world, workflow.id, token), fire(world, workflow.id, token)]);
     for (const f of fired) expect(answers(await waitForRun(member.client, workflow.id, f.body.runId))).toEqual(["together"]);
   });
+  test("a fire text starting with a NUL still counts every character against the thread's budget, so untrusted senders cannot grow every later prompt", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    const dir = traceDir(world);
+    // 28 fires of 4,000 characters each (the fire endpoint's cap): 27 earlier turns hold 108,000, more than the 100,000 budget.
+    const historyOfLastTurn = async (text: string) => {
+      const workflow = await commandWorkflow(member, keepStdin(dir));
+      const { token } = await issueToken(member.client, workflow.id);
+      const fired = [];
+      for (let i = 0; i < 28; i++) fired.push((await fire(world, workflow.id, token, { text })).body.runId as string);
+      const last = await waitForRun(member.client, workflow.id, fired.at(-1)!);
+      expect(last.status).toBe("succeeded");
+      const stdin = readFileSync(join(dir, `${last.id}.stdin`), "utf8");
+      return stdin.slice(stdin.indexOf("Earlier turns"), stdin.indexOf("This turn:")).length;
+    };
+    const plain = await historyOfLastTurn("x".repeat(4000));
+    const nulFirst = await historyOfLastTurn("\u0000" + "x".repeat(3999));
+    expect({ plain: plain < THREAD_LIMIT.chars + 10_000, nulFirst: nulFirst < THREAD_LIMIT.chars + 10_000, nulFirstChars: nulFirst }).toEqual({ plain: true, nulFirst: true, nulFirstChars: expect.any(Number) });
+  }, 60_000);
 });
