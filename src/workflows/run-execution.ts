@@ -146,6 +146,9 @@ async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, sig
   } catch (error) {
     // Stopped at the cap: whatever the runner made of being stopped, the cap is why the turn failed.
     if (overflow.signal.aborted && !signal.aborted) return { tokensUsed: 0, errorEvent, stopped: false };
+    // The runner said why it failed (an error event) before it ended badly (a non-zero exit, a timeout): its words are
+    // the real error, not the exit's.
+    if (errorEvent !== null && !signal.aborted) return { tokensUsed: error instanceof RunnerError ? (error.details.tokensUsed ?? 0) : 0, errorEvent, stopped: false };
     throw error;
   }
 }

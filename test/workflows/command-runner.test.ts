@@ -71,6 +71,21 @@ describe("the command runner", () => {
     expect(run.events.map((e) => e.type)).toEqual(["note", "error"]);
   });
 
+  test("an error event keeps its text on the row and in the audit log when the command then exits non-zero", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    // What a wrapper script does: report why the turn failed, then exit with a failure code.
+    const workflow = await commandWorkflow(member, `echo '{"type":"error","text":"the API quota is spent"}'; echo 'usage: tool [-q]' >&2; exit 1`);
+    const { token } = await issueToken(member.client, workflow.id);
+    const run = await waitForRun(member.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+    const audit = world.platform.audit.query({ projectId: workflow.projectId, action: "workflow.run.failed" });
+    expect({ status: run.status, error: run.error, audited: audit.map((e) => e.detail!.error) }).toEqual({
+      status: "failed",
+      error: "the API quota is spent",
+      audited: ["the API quota is spent"],
+    });
+  });
+
   test("at the timeout the whole process group is killed, background children included", async () => {
     await using world = await startWorld();
     const member = await memberWithBareRuns(world, await world.project());
