@@ -25,10 +25,10 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
       "/:id/triggers",
       ({ params, caller, set }) => {
         const workflow = manageableWorkflow(part, caller, params.id);
-        const issued = platform.audit.recorded(
-          () => tokens.issue(workflow.id),
-          (issued) => ({ action: "workflow.trigger.add", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id, kind: "webhook" } }),
-        );
+        const issued = platform.audit.recordedBy(caller, "workflow.trigger.add", () => tokens.issue(workflow.id), (issued) => ({
+          target: issued.trigger.id,
+          detail: { workflowId: workflow.id, kind: "webhook" },
+        }));
         set.status = 201;
         return issued;
       },
@@ -37,17 +37,17 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
     .post("/:id/triggers/:triggerId/rotate", ({ params, caller }) => {
       const workflow = manageableWorkflow(part, caller, params.id);
       // Rolled back with its entry: a rotate whose new token is never shown must not have killed the old one.
-      return platform.audit.recorded(
-        () => tokens.rotate(liveTrigger(workflow.id, params.triggerId).id),
-        (issued) => ({ action: "workflow.trigger.rotate", userId: caller.user.id, projectId: caller.project.id, target: issued.trigger.id, detail: { workflowId: workflow.id } }),
-      );
+      return platform.audit.recordedBy(caller, "workflow.trigger.rotate", () => tokens.rotate(liveTrigger(workflow.id, params.triggerId).id), (issued) => ({
+        target: issued.trigger.id,
+        detail: { workflowId: workflow.id },
+      }));
     })
     .delete("/:id/triggers/:triggerId", ({ params, caller }) => {
       const workflow = manageableWorkflow(part, caller, params.id);
-      const trigger = platform.audit.recorded(
-        () => part.triggers.revoke(liveTrigger(workflow.id, params.triggerId).id),
-        (trigger) => ({ action: "workflow.trigger.revoke", userId: caller.user.id, projectId: caller.project.id, target: trigger.id, detail: { workflowId: workflow.id } }),
-      );
+      const trigger = platform.audit.recordedBy(caller, "workflow.trigger.revoke", () => part.triggers.revoke(liveTrigger(workflow.id, params.triggerId).id), (trigger) => ({
+        target: trigger.id,
+        detail: { workflowId: workflow.id },
+      }));
       return { trigger };
     });
 }

@@ -80,6 +80,16 @@ export class Audit {
       .immediate();
   }
 
+  /** `recorded` for a member's change in their project: the entry names them, the project, and what `describe` says of the result. */
+  recordedBy<T>(
+    caller: { user: { id: string }; project: { id: string } },
+    action: string,
+    change: () => T,
+    describe: (result: T) => Pick<AuditEntryInput, "target" | "detail" | "agentId">,
+  ): T {
+    return this.recorded(change, (result) => ({ action, userId: caller.user.id, projectId: caller.project.id, ...describe(result) }));
+  }
+
   /** Newest first, filtered by action and time. */
   query(q: AuditQuery): AuditEntry[] {
     const where: SQL[] = [];

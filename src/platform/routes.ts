@@ -185,19 +185,19 @@ function projectRoutes(platform: Platform) {
       "/api/settings/:key",
       ({ params, body, caller }) => {
         requireProjectAdmin(caller);
-        return platform.audit.recorded(
-          () => platform.settings.set(params.key, body.value, caller.project.id),
-          (setting) => ({ action: "settings.update", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value } }),
-        );
+        return platform.audit.recordedBy(caller, "settings.update", () => platform.settings.set(params.key, body.value, caller.project.id), (setting) => ({
+          target: params.key,
+          detail: { value: setting.value },
+        }));
       },
       { body: t.Object({ value: t.Unknown() }) },
     )
     .delete("/api/settings/:key", ({ params, caller }) => {
       requireProjectAdmin(caller);
-      return platform.audit.recorded(
-        () => platform.settings.clear(params.key, caller.project.id),
-        (setting) => ({ action: "settings.clear", userId: caller.user.id, projectId: caller.project.id, target: params.key, detail: { value: setting.value, scope: setting.scope } }),
-      );
+      return platform.audit.recordedBy(caller, "settings.clear", () => platform.settings.clear(params.key, caller.project.id), (setting) => ({
+        target: params.key,
+        detail: { value: setting.value, scope: setting.scope },
+      }));
     })
     .get(
       "/api/audit",
@@ -223,7 +223,7 @@ function projectRoutes(platform: Platform) {
       "/api/roles",
       ({ body, caller, set }) => {
         requireProjectAdmin(caller);
-        const role = platform.audit.recorded(() => platform.roles.add(caller.project.id, body.name), { action: "role.add", userId: caller.user.id, projectId: caller.project.id, target: body.name });
+        const role = platform.audit.recordedBy(caller, "role.add", () => platform.roles.add(caller.project.id, body.name), () => ({ target: body.name }));
         set.status = 201;
         return role;
       },
@@ -233,25 +233,15 @@ function projectRoutes(platform: Platform) {
       "/api/roles/:role/features/:feature",
       ({ params, caller }) => {
         requireGrantEditor(caller.role, params.role);
-        platform.audit.recorded(() => platform.roles.grant(caller.project.id, params.role, params.feature, caller.features), {
-          action: "role.grant",
-          userId: caller.user.id,
-          projectId: caller.project.id,
-          target: params.role,
-          detail: { feature: params.feature },
-        });
+        const grant = () => platform.roles.grant(caller.project.id, params.role, params.feature, caller.features);
+        platform.audit.recordedBy(caller, "role.grant", grant, () => ({ target: params.role, detail: { feature: params.feature } }));
         return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
       },
     )
     .delete("/api/roles/:role/features/:feature", ({ params, caller }) => {
       requireGrantEditor(caller.role, params.role);
-      platform.audit.recorded(() => platform.roles.revoke(caller.project.id, params.role, params.feature, caller.features), {
-        action: "role.revoke",
-        userId: caller.user.id,
-        projectId: caller.project.id,
-        target: params.role,
-        detail: { feature: params.feature },
-      });
+      const revoke = () => platform.roles.revoke(caller.project.id, params.role, params.feature, caller.features);
+      platform.audit.recordedBy(caller, "role.revoke", revoke, () => ({ target: params.role, detail: { feature: params.feature } }));
       return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
     })
     .get("/api/packages/:package/access", ({ params, caller }) => {
@@ -263,26 +253,16 @@ function projectRoutes(platform: Platform) {
       "/api/packages/:package/access",
       ({ params, body, caller }) => {
         if (caller.role !== "owner") throw forbidden("owner_required", "Only the project owner can attach a package-access feature");
-        platform.audit.recorded(() => platform.roles.setPackageAccess(caller.project.id, params.package, body.feature), {
-          action: "package.access",
-          userId: caller.user.id,
-          projectId: caller.project.id,
-          target: params.package,
-          detail: { feature: body.feature },
-        });
+        const attach = () => platform.roles.setPackageAccess(caller.project.id, params.package, body.feature);
+        platform.audit.recordedBy(caller, "package.access", attach, () => ({ target: params.package, detail: { feature: body.feature } }));
         return { package: params.package, feature: body.feature };
       },
       { body: t.Object({ feature: t.String({ maxLength: 64 }) }) },
     )
     .delete("/api/packages/:package/access", ({ params, caller }) => {
       if (caller.role !== "owner") throw forbidden("owner_required", "Only the project owner can detach a package-access feature");
-      platform.audit.recorded(() => platform.roles.clearPackageAccess(caller.project.id, params.package), {
-        action: "package.access",
-        userId: caller.user.id,
-        projectId: caller.project.id,
-        target: params.package,
-        detail: { feature: null },
-      });
+      const detach = () => platform.roles.clearPackageAccess(caller.project.id, params.package);
+      platform.audit.recordedBy(caller, "package.access", detach, () => ({ target: params.package, detail: { feature: null } }));
       return { package: params.package, feature: null };
     });
 }
@@ -308,10 +288,8 @@ function agentRoutes(platform: Platform) {
         // Agents scope terminal sessions: a role that cannot open the terminal (viewers, a new custom role) has no use for one,
         // and a shared one it made would be listed to every member and take its name.
         requireFeature(caller, FEATURES.terminalRead);
-        const agent = platform.audit.recorded(
-          () => platform.agents.create(caller.project.id, body.name, caller.user.id, body.shared ?? false),
-          (agent) => ({ action: "agent.add", userId: caller.user.id, projectId: caller.project.id, agentId: agent.id, target: agent.name }),
-        );
+        const create = () => platform.agents.create(caller.project.id, body.name, caller.user.id, body.shared ?? false);
+        const agent = platform.audit.recordedBy(caller, "agent.add", create, (agent) => ({ agentId: agent.id, target: agent.name }));
         set.status = 201;
         return agent;
       },

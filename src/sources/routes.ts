@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { badRequest, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { badRequest, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_CONNECTOR_LENGTH, MAX_LABEL_LENGTH, MAX_PATH_LENGTH, MAX_SUBJECT_LENGTH, SOURCE_KINDS, type SourceStore } from "./source-store.ts";
 
 /** Collaborators of the source routes. */
@@ -13,9 +13,6 @@ const Kind = t.Union(SOURCE_KINDS.map((k) => t.Literal(k)));
 /** Owners and admins manage the project's sources and their URI-policy rules under /api/sources. */
 export function sourceRoutes(options: SourceRoutesOptions) {
   const { platform, store } = options;
-  /** Make a change and its audit entry (naming what the change returned) one transaction. */
-  const recorded = <T>(caller: ProjectCaller, action: string, change: () => T, entry: (result: T) => { target: string; detail?: Record<string, unknown> }) =>
-    platform.audit.recorded(change, (result) => ({ action, userId: caller.user.id, projectId: caller.project.id, ...entry(result) }));
   return new Elysia({ name: "source-routes", prefix: "/api/sources" })
     // derive, not resolve: Elysia runs derive before it validates the body, so only an admin learns what a body needs.
     .derive(async ({ request }) => {
@@ -28,7 +25,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
     .post(
       "/",
       ({ caller, body, set }) => {
-        const source = recorded(caller, "source.add", () => store.add(caller.project.id, body), (added) => ({ target: added.slug, detail: { kind: added.kind, root: added.root } }));
+        const source = platform.audit.recordedBy(caller, "source.add", () => store.add(caller.project.id, body), (added) => ({ target: added.slug, detail: { kind: added.kind, root: added.root } }));
         set.status = 201;
         return source;
       },
@@ -51,7 +48,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
           if (body.running !== undefined) source = store.setRunning(caller.project.id, params.slug, body.running);
           return source;
         };
-        return recorded(caller, "source.update", change, (source) => ({ target: source.slug, detail: body }));
+        return platform.audit.recordedBy(caller, "source.update", change, (source) => ({ target: source.slug, detail: body }));
       },
       { body: t.Object({ enabled: t.Optional(t.Boolean()), running: t.Optional(t.Boolean()) }), transform: requireObjectBody },
     )
@@ -63,7 +60,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
         if (!subjectExists(platform, caller.project.id, body.subjectKind, body.subject)) {
           throw badRequest("unknown_subject", `Cannot add rule: the project has no ${body.subjectKind} "${body.subject}"`);
         }
-        const rule = recorded(caller, "source.rule", () => store.addRule(source, body), (rule) => ({
+        const rule = platform.audit.recordedBy(caller, "source.rule", () => store.addRule(source, body), (rule) => ({
           target: source.slug,
           detail: { subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms },
         }));
@@ -84,7 +81,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       "/:slug/rules/:ruleId",
       ({ caller, params }) => {
         const source = store.require(caller.project.id, params.slug);
-        return recorded(caller, "source.rule.remove", () => store.removeRule(source, params.ruleId), (rule) => ({
+        return platform.audit.recordedBy(caller, "source.rule.remove", () => store.removeRule(source, params.ruleId), (rule) => ({
           target: source.slug,
           detail: { id: rule.id, subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms },
         }));

@@ -54,9 +54,6 @@ export function manageableWorkflow(part: WorkflowsPart, caller: ProjectCaller, i
  */
 export function workflowRoutes(options: WorkflowRoutesOptions) {
   const { platform, part } = options;
-  /** Make a change and its audit entry (naming what the change returned) one transaction. */
-  const recorded = <T>(caller: ProjectCaller, action: string, change: () => T, entry: (result: T) => { target: string; detail?: Record<string, unknown> }) =>
-    platform.audit.recorded(change, (result) => ({ action, userId: caller.user.id, projectId: caller.project.id, ...entry(result) }));
   // Workflows whose DELETE waits for their runs to stop. Archived first so no fire is taken; an edit
   // meanwhile (status active, an accepted template upgrade) would let one in that runs after the row is gone.
   const deleting = new Set<string>();
@@ -89,7 +86,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         }
         const name = body.name ?? template?.name;
         if (name === undefined) throw badRequest("invalid_name", 'Cannot save workflow: "name" is required');
-        const workflow = recorded(
+        const workflow = platform.audit.recordedBy(
           caller,
           "workflow.add",
           () => part.workflows.create({ ...body, name, template, projectId: caller.project.id, createdBy: caller.user.id }),
@@ -120,7 +117,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       "/spend-limit",
       ({ body, caller }) => {
         requireProjectAdmin(caller);
-        const limit = recorded(caller, "workflow.spend_limit", () => part.limits.set(caller.project.id, body), (set) => ({ target: caller.project.id, detail: { ...set } }));
+        const limit = platform.audit.recordedBy(caller, "workflow.spend_limit", () => part.limits.set(caller.project.id, body), (set) => ({ target: caller.project.id, detail: { ...set } }));
         return { ...limit, used: part.limits.usage(caller.project.id) };
       },
       { body: t.Object({ runsPerDay: t.Integer(), tokensPerDay: t.Integer() }) },
@@ -134,7 +131,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         if (body.status && body.status !== "archived" && pendingTemplateUpgrade(workflow)) {
           throw conflict("template_upgrade_required", `Cannot make workflow "${workflow.name}" ${body.status}: accept its template upgrade first (or archive it)`);
         }
-        const updated = recorded(caller, "workflow.update", () => part.workflows.update(workflow.id, body), () => ({ target: workflow.id, detail: { fields: Object.keys(body) } }));
+        const updated = platform.audit.recordedBy(caller, "workflow.update", () => part.workflows.update(workflow.id, body), () => ({ target: workflow.id, detail: { fields: Object.keys(body) } }));
         part.changed(workflow.id);
         return workflowView(part, updated);
       },
@@ -164,7 +161,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
         part.workflows.update(workflow.id, { status: "archived" });
         part.changed(workflow.id);
         await part.engine.cancelAll(workflow.id);
-        recorded(caller, "workflow.delete", () => part.limits.deleteKeepingUsage(workflow.id, () => part.workflows.delete(workflow.id)), () => ({
+        platform.audit.recordedBy(caller, "workflow.delete", () => part.limits.deleteKeepingUsage(workflow.id, () => part.workflows.delete(workflow.id)), () => ({
           target: workflow.id,
           detail: { name: workflow.name },
         }));
@@ -179,7 +176,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       const workflow = manageableWorkflow(part, caller, params.id);
       requireRunnableCreator(platform, caller.project, caller.user, workflow.runner);
       if (workflow.createdBy === caller.user.id) return workflowView(part, workflow);
-      const updated = recorded(caller, "workflow.take_over", () => part.workflows.setCreator(workflow.id, caller.user.id), () => ({
+      const updated = platform.audit.recordedBy(caller, "workflow.take_over", () => part.workflows.setCreator(workflow.id, caller.user.id), () => ({
         target: workflow.id,
         detail: { previousCreator: workflow.createdBy },
       }));
@@ -189,7 +186,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       const workflow = notBeingDeleted(manageableWorkflow(part, caller, params.id));
       const template = pendingTemplateUpgrade(workflow);
       if (!template) throw conflict("no_template_upgrade", `Cannot upgrade workflow "${workflow.name}": it is not awaiting a template upgrade`);
-      const upgraded = recorded(caller, "workflow.template_upgrade", () => part.workflows.upgradeTemplate(workflow.id, template), () => ({
+      const upgraded = platform.audit.recordedBy(caller, "workflow.template_upgrade", () => part.workflows.upgradeTemplate(workflow.id, template), () => ({
         target: workflow.id,
         detail: { template: template.id, version: template.version },
       }));
