@@ -1,4 +1,4 @@
-import { AGENT_PACKAGE, FEATURES, forbidden, hasFeature, notFound, Settings, type Platform, type SettingScope, type SettingView } from "../platform/index.ts";
+import { AGENT_PACKAGE, can, FEATURES, forbidden, notFound, Settings, type Platform, type SettingScope, type SettingView } from "../platform/index.ts";
 import { str, UsageError, type Command, type CommandContext } from "./command.ts";
 
 const project = { type: "string", required: true, description: "project slug" } as const;
@@ -231,15 +231,14 @@ export const adminCommands: Command[] = [
       const platform = await ctx.platform();
       const p = requireProject(platform, str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
-      const role = platform.projects.roleOf(p.id, owner.id);
-      if (!role) throw forbidden("not_a_member", `${owner.email} is not a member of ${p.slug}`);
+      const member = platform.callers.member(p, owner.id);
+      if (!member) throw forbidden("not_a_member", `${owner.email} is not a member of ${p.slug}`);
       // What POST /api/agents asks of its caller: an agent scopes terminal sessions, of no use to a role without the terminal.
-      const features = platform.roles.featuresOf(p.id, role);
-      if (!hasFeature(features, FEATURES.terminalRead)) {
-        throw forbidden("feature_required", `${owner.email} (role ${role}) lacks the feature ${FEATURES.terminalRead}, which an agent's sessions need`);
+      if (!can(member, FEATURES.terminalRead)) {
+        throw forbidden("feature_required", `${owner.email} (role ${member.role}) lacks the feature ${FEATURES.terminalRead}, which an agent's sessions need`);
       }
-      if (!platform.roles.packageVisible(p.id, AGENT_PACKAGE, features)) {
-        throw forbidden("package_hidden", `${owner.email} (role ${role}) cannot use the ${AGENT_PACKAGE} package, which agents belong to`);
+      if (!platform.callers.packageVisible(member, AGENT_PACKAGE)) {
+        throw forbidden("package_hidden", `${owner.email} (role ${member.role}) cannot use the ${AGENT_PACKAGE} package, which agents belong to`);
       }
       return platform.audit.recorded(
         () => platform.agents.create(p.id, str(v, "name"), owner.id, v.shared === true),

@@ -1,6 +1,7 @@
 import { Elysia, t } from "elysia";
 import { AGENT_PACKAGE, can, FEATURES, requireFeature, requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from "../pty/index.ts";
+import { auditSessionEvent } from "./session-audit.ts";
 import type { SourceEntry } from "./source-destinations.ts";
 import type { TerminalService } from "./terminal-service.ts";
 
@@ -104,16 +105,7 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
         const { session, supervising } = await terminal.viewable(caller, params.id, query);
         const lines = await session.mirror.readLines(query.lines ?? 200);
         // Looking at someone else's screen is audited however it is done, as a supervisor's view is (terminal.session attach).
-        if (supervising) {
-          platform.audit.write({
-            action: "terminal.session",
-            userId: caller.user.id,
-            projectId: caller.project.id,
-            agentId: session.key.agentId,
-            target: session.id,
-            detail: { event: "read", sessionUserId: session.key.userId, lines: lines.length },
-          });
-        }
+        if (supervising) auditSessionEvent(platform, caller, session, "read", { lines: lines.length });
         return { lines, fullScreen: session.mirror.fullScreen };
       },
       { params: Id, query: t.Object({ ...Address.properties, lines: t.Optional(t.Numeric({ minimum: 1, maximum: MAX_READ_LINES, multipleOf: 1, title: "lines" })) }) },

@@ -3,7 +3,7 @@ import { Type } from "@sinclair/typebox";
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
-import { HatchError, touches, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { HatchError, touches, type Platform } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MAX_VIEWS_PER_SESSION, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
 import type { OriginPolicy } from "./origin-policy.ts";
 import type { RejectionLog } from "./rejection-log.ts";
@@ -11,6 +11,7 @@ import type { TerminalService } from "./terminal-service.ts";
 import { parseTerminalUpgrade, type TerminalUpgrade } from "./upgrade-request.ts";
 import { AccessGate } from "./access-gate.ts";
 import { keepAlive } from "./keep-alive.ts";
+import { auditSessionEvent } from "./session-audit.ts";
 import { CLOSE, closeCodeFor, decideViewAccess } from "./view-access.ts";
 
 /** Largest frame a client may send; ws closes the connection with 1009 past it. */
@@ -97,7 +98,7 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
     },
     { userId: caller.user.id, canWrite: access.canWrite, since: upgrade.since, instance: upgrade.instance },
   );
-  audit(platform, caller, session, "attach");
+  auditSessionEvent(platform, caller, session, "attach");
   // Access is decided again before input, resize and take control, and every accessRecheckMs for a view that only watches:
   // a user logged out, removed, demoted or narrowed loses the view as a fresh connect would be refused.
   // Set once access is lost: the close is under way, and a decision made meanwhile (a change notified, a key) must not audit it twice.
@@ -111,7 +112,7 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
     if (!now.allowed || now.session !== session) {
       if (lost) return false;
       lost = true;
-      audit(platform, caller, session, "access_lost");
+      auditSessionEvent(platform, caller, session, "access_lost");
       // Detached now, not when the close handshake ends: a client that stopped reading never answers it, and
       // would hold the lease (and a PTY paused for it) for ws's 30-second close timeout.
       session.detach(view);
@@ -120,7 +121,7 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
     }
     if (view.canWrite && !now.canWrite) {
       session.views.demote(view);
-      audit(platform, caller, session, "demoted");
+      auditSessionEvent(platform, caller, session, "demoted");
     }
     return true;
   });
@@ -138,7 +139,7 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
     clearInterval(recheck);
     stopPinging();
     session.detach(view);
-    audit(platform, caller, session, "detach");
+    auditSessionEvent(platform, caller, session, "detach");
   });
 }
 
@@ -166,26 +167,6 @@ function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessG
     case "ack":
       // An ack carries no authority: it only lets output flow to this view.
       return session.views.ack(view, message.bytes);
-  }
-}
-
-function audit(platform: Platform, caller: ProjectCaller, session: PtySession, event: "attach" | "detach" | "access_lost" | "demoted"): void {
-  // A detach can fire while the server shuts down, after the database closed; losing that line beats crashing.
-  tryWrite(() => platform.audit.write({
-    action: "terminal.session",
-    userId: caller.user.id,
-    projectId: caller.project.id,
-    agentId: session.key.agentId,
-    target: session.id,
-    detail: { event, sessionUserId: session.key.userId },
-  }));
-}
-
-function tryWrite(write: () => void): void {
-  try {
-    write();
-  } catch (error) {
-    console.error("hatch: could not write a terminal audit entry", error);
   }
 }
 
