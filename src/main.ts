@@ -7,7 +7,7 @@ import { cachedProbe, dotenvFiles } from "./confine/index.ts";
 import { createTerminalPart, originPolicy, startCompanionServer, type CompanionServer, type TerminalPart } from "./terminal/index.ts";
 import { fireRoutes, triggerRoutes, WebhookTokens } from "./fire/index.ts";
 import { createRunnerSpawner, runRoutes, startWorkflowsPart, workflowRoutes, type WorkflowsPart } from "./workflows/index.ts";
-import { defaultShellDeps, selectShell } from "./pty/index.ts";
+import { defaultShellDeps, openProcessCgroups, selectShell } from "./pty/index.ts";
 import { sourceRoutes } from "./sources/index.ts";
 
 /** A running hatch: both servers, the platform, and one stop for all of it. */
@@ -42,6 +42,10 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   started.defer(() => database.close());
   for (const path of database.narrowed) console.warn(`hatch: ${path} was open to other users; narrowed it to its owner`);
   const now = overrides.now ?? Date.now;
+  // Before any session or run: what a crashed server of this data dir left in its cgroups is killed here.
+  const cgroups = await openProcessCgroups({ dataDir: config.dataDir });
+  if (cgroups.unavailableBecause) console.warn(`hatch: no cgroup per session and run (${cgroups.unavailableBecause}); what they start is found by its environment only`);
+  started.defer(() => cgroups.close());
   const platform = await openPlatform({ db: database.db, secretKey: config.secretKey, dataDir: config.dataDir, sessionTtlMs: config.sessionTtlHours * 3600_000, takeNewKey: true, now });
   // Known once the web host listens (before the companion server does): port 0 picks one.
   let webPort = config.port;
@@ -61,6 +65,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
     ptyBackend: config.ptyBackend,
     preferBwrap: config.confinement === "auto",
     probe: await confinementProbe(),
+    cgroups,
     baseEnv: overrides.baseEnv ?? process.env,
     now,
     reaperIntervalMs: overrides.reaperIntervalMs,
@@ -80,7 +85,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
       return role !== null && hasFeature(platform.roles.featuresOf(projectId, role), FEATURES.execUnconfined);
     },
   });
-  const workflows = await startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv, spawn: runnerSpawn, now, ...overrides.workflows });
+  const workflows = await startWorkflowsPart({ platform, dataDir: config.dataDir, baseEnv, spawn: runnerSpawn, cgroups, now, ...overrides.workflows });
   started.use(workflows);
   const fireTokens = new WebhookTokens(workflows.triggers);
   const app = createApp({

@@ -1,6 +1,6 @@
 import { statSync } from "node:fs";
 import { HatchError } from "../platform/index.ts";
-import type { LaunchSpec } from "./launch-spec.ts";
+import { enteringCgroup, type LaunchSpec } from "./launch-spec.ts";
 
 /** A non-interactive child process: output streams, exit, and a group kill. */
 export interface CommandProcess {
@@ -42,7 +42,7 @@ export const spawnCommandUnconfined: CommandSpawner = (launch, argv) => {
   // The session may have removed its own working directory; Bun.spawn's ENOENT would name the program instead (a 500).
   // Answered as a confined launch's missing directory is.
   if (!isDirectory(launch.cwd)) throw new HatchError("root_invalid", 400, `Cannot use working directory "${launch.cwd}": it does not exist`, { path: launch.cwd });
-  return spawnDetached({ argv, cwd: launch.cwd, env: launch.env });
+  return spawnDetached({ argv: enteringCgroup(launch, argv), cwd: launch.cwd, env: launch.env });
 };
 
 function isDirectory(path: string): boolean {
@@ -58,6 +58,7 @@ export function createCommandSpawner(planner: ((launch: LaunchSpec) => { argv: s
   return (launch, argv) => {
     if (!launch.confine) return spawnCommandUnconfined(launch, argv);
     if (!planner) throw new HatchError("confinement_unavailable", 500, "Cannot run a confined command: no confinement launcher is configured");
-    return spawnDetached(planner({ ...launch, argv }));
+    const plan = planner({ ...launch, argv });
+    return spawnDetached({ ...plan, argv: enteringCgroup(launch, plan.argv) });
   };
 }

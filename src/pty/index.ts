@@ -9,6 +9,7 @@ export { ACK_EVERY_BYTES, HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./fl
 export type { ConfineRequest, LaunchSpec, PtySpawner, SpawnedPty } from "./launch-spec.ts";
 export { killMarkedProcesses, scratchMarks } from "./marked-processes.ts";
 export { removeTree } from "./scratch-dir.ts";
+export { openProcessCgroups, type CgroupLeaf, type ProcessCgroups } from "./process-cgroups.ts";
 export { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtyBackend, type PtyProcess } from "./pty-process.ts";
 export { CLOSE_SESSION_ENDED, PtySession, type SessionInfo } from "./pty-session.ts";
 export { createPtySpawner, type ConfinePlanner } from "./pty-spawner.ts";

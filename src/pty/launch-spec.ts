@@ -1,3 +1,5 @@
+import type { CgroupLeaf } from "./process-cgroups.ts";
+
 /**
  * Where and how a session's programs run. The terminal edge derives it from the
  * source on the server; the spawner turns it into a (possibly confined) process.
@@ -15,6 +17,13 @@ export interface LaunchSpec {
   scratch: string;
   /** Confinement roots, or null for an unsandboxed spawn (Container Root, exec.unconfined). */
   confine: ConfineRequest | null;
+  /** The session's cgroup, which its program and every exec in it enter before they run; absent: none (a test's bare spawn). */
+  cgroup?: CgroupLeaf;
+}
+
+/** The argv that runs `argv` inside the launch's cgroup, if it has one. */
+export function enteringCgroup(launch: Pick<LaunchSpec, "cgroup">, argv: string[]): string[] {
+  return launch.cgroup ? launch.cgroup.enter(argv) : argv;
 }
 
 /** What confinement must allow: read/write roots (path by path), never-readable paths. */

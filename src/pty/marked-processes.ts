@@ -39,8 +39,9 @@ let scanning = false;
  * Marked processes are stopped pass after pass until two passes find none
  * it had not stopped (a stopped process cannot fork, so a fork loop cannot
  * outrun the scan), and then killed. A program that clears those variables
- * from its children's environment (`env -i`) is not found: a cgroup per
- * session would close that, and is not available everywhere hatch runs.
+ * from its children's environment (`env -i`), or a chain that forks and exits
+ * faster than a pass reads it, is not found: the session's or run's cgroup
+ * (`process-cgroups.ts`) ends those where the host gives hatch cgroups.
  */
 export function killMarkedProcesses(marks: ReadonlySet<string>): Promise<number[]> {
   if (marks.size === 0) return Promise.resolve([]);

@@ -356,7 +356,9 @@ export class PtySession {
       grace.abort();
       if (!exited) this.#process.kill("SIGKILL");
     }
-    // What the session started outside its process group (setsid, nohup under job control) ends with it too.
+    // What the session started outside its process group (setsid, nohup under job control) ends with it too:
+    // all of it, where the session has a cgroup; by the scratch dir in its environment, where it has not or it left.
+    await this.options.launch.cgroup?.end();
     await killMarkedProcesses(scratchMarks(this.options.scratch.path)).catch((error: unknown) => console.error(`hatch: cannot end the processes of session ${this.id}:`, error));
     this.mirror.dispose();
     // Nothing waits on a destroy that could fail: a scratch dir left behind is removed by the orphan sweep at the next start.

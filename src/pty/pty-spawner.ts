@@ -1,5 +1,5 @@
 import { HatchError } from "../platform/index.ts";
-import type { LaunchSpec, PtySpawner, SpawnedPty } from "./launch-spec.ts";
+import { enteringCgroup, type LaunchSpec, type PtySpawner, type SpawnedPty } from "./launch-spec.ts";
 import type { PtyBackend } from "./pty-process.ts";
 
 /** Turns a launch that asks for confinement into the argv/env/cwd of the confined wrapper. */
@@ -14,10 +14,10 @@ export type ConfinePlanner = (launch: LaunchSpec) => { argv: string[]; env: Reco
 export function createPtySpawner(backend: PtyBackend, planner: ConfinePlanner | null): PtySpawner {
   return (launch, size, onData): SpawnedPty => {
     if (!launch.confine) {
-      return { process: backend({ argv: launch.argv, cwd: launch.cwd, env: launch.env, ...size, onData }), confinement: "none" };
+      return { process: backend({ argv: enteringCgroup(launch, launch.argv), cwd: launch.cwd, env: launch.env, ...size, onData }), confinement: "none" };
     }
     if (!planner) throw new HatchError("confinement_unavailable", 500, "Cannot open a confined session: no confinement launcher is configured");
     const plan = planner(launch);
-    return { process: backend({ argv: plan.argv, cwd: plan.cwd, env: plan.env, ...size, onData }), confinement: plan.mode };
+    return { process: backend({ argv: enteringCgroup(launch, plan.argv), cwd: plan.cwd, env: plan.env, ...size, onData }), confinement: plan.mode };
   };
 }

@@ -1,6 +1,8 @@
+import { basename } from "node:path";
 import { badRequest, conflict, notFound, randomToken, tooMany, unavailable } from "../platform/index.ts";
 import type { ParserThread } from "../screen/index.ts";
 import type { LaunchSpec, PtySpawner } from "./launch-spec.ts";
+import type { CgroupLeaf, ProcessCgroups } from "./process-cgroups.ts";
 import { PtySession, type SessionInfo } from "./pty-session.ts";
 import { createScratchDir, sweepOrphanScratch } from "./scratch-dir.ts";
 import { keyString, namespaceString, SESSION_ID, type SessionKey, type SessionNamespace } from "./session-key.ts";
@@ -19,6 +21,8 @@ export interface SessionManagerOptions {
   /** Base dir of every scratch dir (created 0700). */
   scratchBase: string;
   spawner: PtySpawner;
+  /** Where each session gets a cgroup its program enters, so its end kills everything it started. */
+  cgroups: ProcessCgroups;
   /** Parses every session's screen mirror off the main thread. */
   parser: ParserThread;
   limits: SessionLimits;
@@ -219,8 +223,11 @@ export class SessionManager {
 
   async #spawn(key: SessionKey, request: CreateSessionRequest): Promise<PtySession> {
     const scratch = await createScratchDir(this.options.scratchBase);
+    // Named as its scratch dir is: unique in the data dir, and a leftover of either names the other's session.
+    let cgroup: CgroupLeaf | undefined;
     try {
-      const launch = request.launch(scratch.path);
+      cgroup = this.options.cgroups.leaf(basename(scratch.path));
+      const launch: LaunchSpec = { ...request.launch(scratch.path), cgroup };
       const session: PtySession = new PtySession({
         key,
         sourceSlug: launch.sourceSlug,
@@ -247,6 +254,7 @@ export class SessionManager {
       });
       return session;
     } catch (error) {
+      await cgroup?.end();
       await scratch.remove();
       throw error;
     }

@@ -10,6 +10,7 @@ import {
   defaultShellDeps,
   selectShell,
   SessionManager,
+  type ProcessCgroups,
 } from "../pty/index.ts";
 import { SourceStore } from "../sources/index.ts";
 import { createConfinement, type Confinement } from "./confinement.ts";
@@ -35,6 +36,8 @@ export interface TerminalPartOptions {
   ptyBackend: "bun" | "bun-pty";
   preferBwrap: boolean;
   probe: ConfinementProbe;
+  /** Where each session gets a cgroup (see `openProcessCgroups`). */
+  cgroups: ProcessCgroups;
   /** The environment sessions start from (sanitised per spawn). */
   baseEnv: Record<string, string | undefined>;
   now(): number;
@@ -87,6 +90,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
     scratchBase: join(options.dataDir, "scratch"),
     parser,
     spawner: createPtySpawner(backend, confinement.status().mode ? confinement.pty : null),
+    cgroups: options.cgroups,
     limits: {
       maxSessions: (projectId) => platform.settings.get("terminalMaxSessions", projectId),
       scrollbackLines: (projectId) => platform.settings.get("terminalScrollbackLines", projectId),

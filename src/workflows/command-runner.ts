@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
-import { join } from "node:path";
-import { killMarkedProcesses, removeTree } from "../pty/index.ts";
+import { basename, join } from "node:path";
+import { killMarkedProcesses, removeTree, type CgroupLeaf, type ProcessCgroups } from "../pty/index.ts";
 import { CommandOutput } from "./command-output.ts";
 import { renderDocument } from "./prompt.ts";
 import { RunnerFailedError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
@@ -30,6 +30,8 @@ export interface CommandRunnerOptions {
   baseEnv: Record<string, string | undefined>;
   /** Where each run gets a private scratch dir, removed when the run ends. */
   scratchRoot: string;
+  /** Where each run gets a cgroup its command enters, so the run's end kills everything it started. */
+  cgroups: ProcessCgroups;
 }
 
 /**
@@ -47,16 +49,25 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
   async run(request: RunnerRequest<CommandRunnerSettings>): Promise<RunnerResult> {
     const scratch = await mkdtemp(join(this.options.scratchRoot, RUN_SCRATCH_PREFIX));
     try {
+      // Named as its scratch dir is: unique in the data dir.
+      const cgroup = this.options.cgroups.leaf(basename(scratch));
       const env = runnerEnvironment(this.options.baseEnv, { scratch, runId: request.runId, workflowId: request.workflow.id });
-      const child = this.options.spawn({
-        command: request.settings.command,
-        cwd: scratch,
-        env,
-        stdin: renderDocument(request.prompt),
-        projectId: request.workflow.projectId,
-        createdBy: request.workflow.createdBy,
-      });
-      const outcome = await supervise(child, request);
+      let child: RunnerProcess;
+      try {
+        child = this.options.spawn({
+          command: request.settings.command,
+          cwd: scratch,
+          env,
+          stdin: renderDocument(request.prompt),
+          projectId: request.workflow.projectId,
+          createdBy: request.workflow.createdBy,
+          cgroup,
+        });
+      } catch (error) {
+        await cgroup.end();
+        throw error;
+      }
+      const outcome = await supervise(child, request, cgroup);
       if (request.signal.aborted) return { tokensUsed: 0, stopped: true };
       if (outcome.problem) throw new RunnerFailedError(outcome.problem);
       if (outcome.answer) request.emit([{ type: "answer", text: outcome.answer }]);
@@ -75,7 +86,7 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
  * as it lives, so after the exit the pipes get PIPE_DRAIN_MS, then what was read
  * is the output and whatever is left is killed.
  */
-async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRunnerSettings>): Promise<{ problem?: string; answer?: string }> {
+async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRunnerSettings>, cgroup: CgroupLeaf): Promise<{ problem?: string; answer?: string }> {
   const seconds = request.settings.timeoutSeconds;
   let problem: string | undefined;
   const stopReading = new AbortController();
@@ -126,8 +137,10 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
     clearTimeout(drain);
     request.signal.removeEventListener("abort", onAbort);
     // Whatever the command left running in the background ends with the run: the pool bounds runs, not leftovers.
-    // That includes what left the process group (setsid): everything the run started carries its HATCH_RUN_ID.
+    // That includes what left the process group (setsid): everything the run started is in its cgroup, where the
+    // host has cgroups, and carries its HATCH_RUN_ID.
     child.kill("SIGKILL");
+    await cgroup.end();
     await killMarkedProcesses(new Set([runMark(request.runId)])).catch((error: unknown) => console.error(`hatch: cannot end the processes of run ${request.runId}:`, error));
   }
 }

@@ -1,5 +1,5 @@
 import { HatchError } from "../platform/index.ts";
-import { shellCommand, spawnDetached, type CommandProcess, type ConfinePlanner } from "../pty/index.ts";
+import { shellCommand, spawnDetached, type CgroupLeaf, type CommandProcess, type ConfinePlanner } from "../pty/index.ts";
 
 /** What the command runner asks to run: a command line, where, with what, and the prompt on stdin. */
 export interface RunnerCommandSpec {
@@ -13,6 +13,8 @@ export interface RunnerCommandSpec {
   /** Whose run this is: a creator holding exec.unconfined gets the bare spawn. */
   projectId: string;
   createdBy: string;
+  /** The run's cgroup: the command enters it before it runs. */
+  cgroup: CgroupLeaf;
 }
 
 /** A running runner command: its output, its exit, and a kill for its whole process group. */
@@ -44,7 +46,7 @@ export function createRunnerSpawner(options: RunnerSpawnerOptions): RunnerComman
     const command = shellCommand(options.shell(), spec.command);
     const argv = command.argv;
     const env = { ...spec.env, ...command.env };
-    if (options.unconfined(spec.projectId, spec.createdBy)) return spawnDetached({ argv, cwd: spec.cwd, env, stdin: spec.stdin });
+    if (options.unconfined(spec.projectId, spec.createdBy)) return spawnDetached({ argv: spec.cgroup.enter(argv), cwd: spec.cwd, env, stdin: spec.stdin });
     if (!options.planner) throw new HatchError("confinement_unavailable", 500, "Cannot run the command: confinement is unavailable on this server");
     const plan = options.planner({
       sourceSlug: "workflow-run",
@@ -54,6 +56,6 @@ export function createRunnerSpawner(options: RunnerSpawnerOptions): RunnerComman
       scratch: spec.cwd,
       confine: { roots: [], deny: options.protectedPaths, boundary: spec.cwd },
     });
-    return spawnDetached({ argv: plan.argv, cwd: plan.cwd, env: plan.env, stdin: spec.stdin });
+    return spawnDetached({ argv: spec.cgroup.enter(plan.argv), cwd: plan.cwd, env: plan.env, stdin: spec.stdin });
   };
 }

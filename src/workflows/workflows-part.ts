@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import type { Db } from "../db/index.ts";
 import type { Platform } from "../platform/index.ts";
+import type { ProcessCgroups } from "../pty/index.ts";
 import { CommandRunner } from "./command-runner.ts";
 import { killRunProcesses, removeRunScratch } from "./leftover-runs.ts";
 import { OpenAiRunner } from "./openai-runner.ts";
@@ -57,6 +58,8 @@ export interface WorkflowsPartOptions {
   retryDelaysMs?: readonly number[];
   /** How often working runs whose creator lost access are stopped (`engine.stopRunsOfRevokedCreators`). */
   accessCheckMs?: number;
+  /** Where each command run gets a cgroup (see `openProcessCgroups`). */
+  cgroups: ProcessCgroups;
   /** Spawns runner commands (confined: see `createRunnerSpawner`). */
   spawn: RunnerCommandSpawner;
   fetch?: typeof fetch;
@@ -91,7 +94,7 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
   const scratchRoot = join(options.dataDir, RUN_SCRATCH_FOLDER);
   await clearLeftovers(stores.runs, scratchRoot);
   const runners = {
-    command: new CommandRunner({ spawn: options.spawn, baseEnv: options.baseEnv, scratchRoot }),
+    command: new CommandRunner({ spawn: options.spawn, baseEnv: options.baseEnv, scratchRoot, cgroups: options.cgroups }),
     openai: new OpenAiRunner({ revealSecret: (projectId, id) => options.platform.secrets.reveal("project", projectId, id), fetch: options.fetch, now }),
   };
   const engine = new WorkflowEngine({

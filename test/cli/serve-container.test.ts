@@ -64,7 +64,10 @@ describe("hatch as the Docker image runs it", () => {
       const zombies = all.filter((p) => p.state === "Z" && p.ppid === init.pid).map((p) => p.comm);
       expect({ pid1: init.comm, zombies }).toEqual({ pid1: init.comm, zombies: [] });
     } finally {
-      // Ending the namespace's PID 1 ends everything in it; unshare then reaps it and exits.
+      // docker stop: SIGTERM to PID 1, which hands it to hatch, which ends its sessions and removes its cgroups.
+      // Then, or if that hangs, SIGKILL: ending the namespace's PID 1 ends everything in it; unshare reaps it and exits.
+      for (const p of processes().filter((p) => p.ppid === container.pid)) process.kill(p.pid, "SIGTERM");
+      await Promise.race([container.exited, Bun.sleep(10_000)]);
       for (const p of processes().filter((p) => p.ppid === container.pid)) process.kill(p.pid, "SIGKILL");
       await container.exited;
       rmSync(dataDir, { recursive: true, force: true });

@@ -78,6 +78,22 @@ export function traceDir(world: World): string {
   return dir;
 }
 
+/**
+ * Whether any process of a process group is still alive: a chain that forks
+ * and exits at once keeps its group id while any of it lives, whatever its
+ * pids, and the kernel answers for the whole group at once (a scan of /proc
+ * would miss a chain that moves on meanwhile). Zombies count as alive, and
+ * this machine's init reaps orphans about a second late: wait with a margin.
+ */
+export function groupAlive(group: number): boolean {
+  try {
+    process.kill(-group, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Whether a process is still alive (a zombie waiting to be reaped counts as dead). */
 export function isAlive(pid: number): boolean {
   try {

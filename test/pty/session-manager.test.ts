@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
-import { bunTerminalBackend, createPtySpawner, type PtyProcess, SessionManager } from "../../src/pty/index.ts";
+import { bunTerminalBackend, createPtySpawner, openProcessCgroups, type PtyProcess, SessionManager } from "../../src/pty/index.ts";
 import { ParserThread } from "../../src/screen/index.ts";
 
 /** A parser thread that counts the terminals open on it. */
@@ -24,15 +24,17 @@ class CountingParser extends ParserThread {
   }
 }
 
-test("a create whose spawn fails leaves no scratch dir and no terminal open on the parser thread", async () => {
+test("a create whose spawn fails leaves no scratch dir, no cgroup and no terminal open on the parser thread", async () => {
   const base = mkdtempSync(join(tmpdir(), "hatch-manager-"));
   using parser = new CountingParser();
+  const cgroups = await openProcessCgroups({ dataDir: base });
   const manager = new SessionManager({
     scratchBase: base,
     parser,
     spawner: () => {
       throw new HatchError("root_invalid", 400, "Cannot use root: it leads outside the source");
     },
+    cgroups,
     limits: { maxSessions: () => 8, scrollbackLines: () => 1000, idleShutdownMs: () => 60_000 },
     protectedPaths: [],
     inputBucket: { capacity: 65536, refillPerSecond: 32768 },
@@ -46,7 +48,9 @@ test("a create whose spawn fails leaves no scratch dir and no terminal open on t
     }
     expect(readdirSync(base)).toEqual([]);
     expect(parser.openTerminals).toBe(0);
+    if (cgroups.dir) expect(readdirSync(cgroups.dir, { withFileTypes: true }).filter((entry) => entry.isDirectory())).toEqual([]);
   } finally {
+    await cgroups.close();
     rmSync(base, { recursive: true, force: true });
   }
 });
@@ -60,10 +64,12 @@ test("shutdown refuses new creates with 503 and ends a create that was still spa
     spawned.push(process);
     return process;
   }, null);
+  const cgroups = await openProcessCgroups({ dataDir: base });
   const manager = new SessionManager({
     scratchBase: base,
     parser,
     spawner,
+    cgroups,
     limits: { maxSessions: () => 8, scrollbackLines: () => 1000, idleShutdownMs: () => 60_000 },
     protectedPaths: [],
     inputBucket: { capacity: 65536, refillPerSecond: 32768 },
@@ -86,6 +92,7 @@ test("shutdown refuses new creates with 503 and ends a create that was still spa
     expect(manager.count()).toBe(0);
     expect(readdirSync(base)).toEqual([]);
   } finally {
+    await cgroups.close();
     rmSync(base, { recursive: true, force: true });
   }
 });

@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { isAlive } from "../helpers/workflows.ts";
+import { groupAlive, isAlive } from "../helpers/workflows.ts";
 import { startWorld } from "../helpers/world.ts";
 
 const scratchDirs = (dataDir: string) => (existsSync(join(dataDir, "scratch")) ? readdirSync(join(dataDir, "scratch")) : []);
@@ -59,6 +59,37 @@ describe("terminal sessions over HTTP", () => {
       await waitFor(() => !isAlive(escaped!) && !isAlive(nohup!), `the ${sourceSlug} session's escaped processes to end`);
     }
   });
+
+  test("what a session started that no environment sweep can find ends with it too: a pid-hopping chain, and a process with a cleared environment", async () => {
+    await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    localSource(world, project, "docs", { member: "rwx" });
+    for (const [person, sourceSlug, end] of [[owner, "container-root", "exit"], [member, "docs", "terminate"]] as const) {
+      await createSession(person.client, { sourceSlug, id: "s" });
+      const terminal = await attached(world, person, "s");
+      // Every process of the chain forks the next and exits at once; the chain's own session id (its group) outlives each pid.
+      terminal.type(
+        "setsid bash -c 'echo chain-$$-; hop(){ hop & }; hop' 2>/dev/null & env -i setsid sh -c 'echo cleared-$$-; exec sleep 302' &\r",
+      );
+      await terminal.sees(/chain-\d+-/);
+      await terminal.sees(/cleared-\d+-/);
+      const [chain, cleared] = [/chain-(\d+)-/, /cleared-(\d+)-/].map((re) => Number(re.exec(terminal.output)![1])) as [number, number];
+      try {
+        expect([groupAlive(chain), isAlive(cleared)]).toEqual([true, true]);
+        if (end === "terminate") expect((await person.client.delete(`${TERMINAL}/sessions/s`)).status).toBe(200);
+        else terminal.type("exit\r");
+        await waitFor(() => !groupAlive(chain) && !isAlive(cleared), `the ${sourceSlug} session's chain and cleared process to end`, 5000);
+      } finally {
+        for (const target of [-chain, cleared]) {
+          try {
+            process.kill(target, "SIGKILL");
+          } catch {}
+        }
+      }
+    }
+  }, 30_000);
 
   test("a create without a source is 400; a URI-shaped cwd is 400 and spawns nothing", async () => {
     await using world = await startWorld();

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { RUN_SCRATCH_FOLDER, runnerEnvironment, type RunEvent, type RunUpdate } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld } from "../helpers/world.ts";
-import { answers, commandWorkflow, fire, isAlive, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
+import { answers, commandWorkflow, fire, groupAlive, isAlive, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 describe("the command runner", () => {
   test("JSON lines with a type are events, streamed as they come; the plain lines make one answer at the end", async () => {
@@ -120,6 +120,38 @@ describe("the command runner", () => {
       }
     }
   });
+
+  test("what a run started that no environment sweep can find ends with it: a pid-hopping chain, and a process with a cleared environment", async () => {
+    const outlived: { bare: boolean; chain: boolean; cleared: boolean }[] = [];
+    await using world = await startWorld({ HATCH_CONFINEMENT: "landlock" });
+    // Bare, and confined by Landlock alone: in both the run's pids are host pids (under bwrap it has a PID namespace, which ends it).
+    const people = [await memberWithBareRuns(world, await world.project()), await world.signedIn(await world.project(), "member")];
+    for (const person of people) {
+      // The chain runs in a session of its own, every process forking the next and exiting at once: its group id
+      // outlives each pid, so it is alive while the chain is. The other process has neither TMPDIR nor HATCH_RUN_ID.
+      const command = [
+        `setsid bash -c 'echo $$ > "$TMPDIR/group"; hop(){ hop & }; hop' > /dev/null 2>&1 < /dev/null &`,
+        `env -i setsid sh -c 'echo $$; exec sleep 303' > "$TMPDIR/cleared" 2>/dev/null < /dev/null &`,
+        `until [ -s "$TMPDIR/group" ] && [ -s "$TMPDIR/cleared" ]; do sleep 0.01; done; echo $(cat "$TMPDIR/group") $(cat "$TMPDIR/cleared")`,
+      ].join("\n");
+      const workflow = await commandWorkflow(person, command, { mode: "fresh" });
+      const { token } = await issueToken(person.client, workflow.id);
+      const run = await waitForRun(person.client, workflow.id, (await fire(world, workflow.id, token)).body.runId);
+      expect({ status: run.status, error: run.error }).toEqual({ status: "succeeded", error: null });
+      const [group, cleared] = answers(run)[0]!.trim().split(" ").map(Number) as [number, number];
+      try {
+        await waitFor(() => !groupAlive(group) && !isAlive(cleared), "the chain and the cleared process to end", 5000).catch(() => {});
+        outlived.push({ bare: person === people[0], chain: groupAlive(group), cleared: isAlive(cleared) });
+      } finally {
+        for (const target of [-group, cleared]) {
+          try {
+            process.kill(target, "SIGKILL");
+          } catch {}
+        }
+      }
+    }
+    expect(outlived.filter((c) => c.chain || c.cleared)).toEqual([]);
+  }, 60_000);
 
   test("a command that exits leaving a background child on its stdout succeeds with its answer, and the child ends with the run", async () => {
     for (const env of [{}, { HATCH_CONFINEMENT: "landlock" }] as Record<string, string>[]) {

@@ -28,8 +28,12 @@ async function serveProcess(dataDir: string, env: Record<string, string>) {
   return { child, url: /web host on (\S+),/.exec(printed)![1]! };
 }
 
-/** What each run's command leaves: a background child, one that left the process group, and the command's shell itself. */
-const PROCESSES = ["child", "escaped", "shell"];
+/**
+ * What each run's command leaves: a background child, one that left the
+ * process group, one that also cleared its environment (only the run's cgroup
+ * still holds it), and the command's shell itself.
+ */
+const PROCESSES = ["child", "escaped", "cleared", "shell"];
 
 describe("a server that crashed mid-run", () => {
   test("the next start kills what the crashed server's runs left running, bare and under Landlock alone, fails those runs and removes their scratch dirs", async () => {
@@ -46,7 +50,11 @@ describe("a server that crashed mid-run", () => {
       try {
         for (const [label, owner] of [["bare", "owner@example.com"], ["landlock", "member@example.com"]] as const) {
           // Each writes its pids to its scratch dir ($TMPDIR), the one place a confined run may write.
-          const command = `sleep 300 & echo $! > $TMPDIR/child; setsid sleep 300 & echo $! > $TMPDIR/escaped; echo $$ > $TMPDIR/shell; sleep 300`;
+          const command = [
+            `sleep 300 & echo $! > $TMPDIR/child; setsid sleep 300 & echo $! > $TMPDIR/escaped`,
+            `env -i setsid sh -c "echo \\$\\$ > $TMPDIR/cleared; exec sleep 300" < /dev/null > /dev/null 2>&1 &`,
+            `echo $$ > $TMPDIR/shell; sleep 300`,
+          ].join("\n");
           const added = await hatchCli(dataDir, ["workflow", "add", "--project", "crash", "--owner", owner, "--name", label, "--command", command, "--mode", "fresh", "--json"], workflowCommands);
           const workflowId = added.json().id;
           const { token } = (await hatchCli(dataDir, ["workflow", "token", "rotate", "--workflow", workflowId, "--json"], workflowCommands)).json();
@@ -63,7 +71,7 @@ describe("a server that crashed mid-run", () => {
         await server.child.exited;
       }
       const pids = readdirSync(scratchRoot).flatMap((dir) => PROCESSES.map((p) => Number(readFileSync(join(scratchRoot, dir, p), "utf8"))));
-      expect(pids).toHaveLength(6);
+      expect(pids).toHaveLength(8);
       // Nothing ended them: they outlived the server.
       expect(pids.map(isAlive)).toEqual(pids.map(() => true));
 
