@@ -30,7 +30,16 @@ export interface RunExecutionDeps {
   now(): number;
   /** True while the server shuts down: an abort then means "stopped", not "cancelled". */
   stopping(): boolean;
+  /** Run `work` after `delayMs` (an outcome the database refused, tried again); at a stop, at once, and then never again. */
+  later(delayMs: number, work: () => void): void;
 }
+
+/**
+ * Waits before trying again to record an outcome the database refused (a lock
+ * held past the busy timeout, a full disk), then every 30 s: the run stays
+ * `running` meanwhile, and its schedule skips, until the outcome is written.
+ */
+export const OUTCOME_RETRY_MS: readonly number[] = [1_000, 5_000, 30_000];
 
 /** Longest Retry-After a run waits for; an endpoint asking for more is tried again then. */
 export const MAX_RETRY_AFTER_MS = 15 * 60_000;
@@ -86,29 +95,64 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
   const workflow = run && deps.workflows.get(run.workflowId);
   if (!run || !workflow || (run.status !== "queued" && run.status !== "waiting-retry")) return;
   const refusal = startRefusal(deps, workflow);
-  if (refusal) return void finish(deps, run, workflow, refusal);
-  if (signal.aborted) return void finish(deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
-  if (!deps.runs.markRunning(runId)) return;
+  if (refusal) return void record(deps, run, workflow, refusal);
+  if (signal.aborted) return void record(deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
+  try {
+    if (!deps.runs.markRunning(runId)) return;
+  } catch (error) {
+    // Nothing ran: the run is still queued, and the pool tries it again.
+    console.error(`hatch: cannot start run ${runId} (${(error as Error).message}); trying again in ${OUTCOME_RETRY_MS[0]! / 1000} s`);
+    return { retryAfterMs: OUTCOME_RETRY_MS[0]! };
+  }
   deps.bus.publish({ type: "status", run: runRef(run), status: "running" });
+  const ended = await turnOutcome(deps, run, workflow, signal);
+  if ("retryAfterMs" in ended) return ended;
+  record(deps, run, workflow, ended.outcome, ended.tokensUsed);
+}
+
+/** Run the turn and say how it ended, or when to try it again; the outcome is recorded by the caller. */
+async function turnOutcome(deps: RunExecutionDeps, run: Run, workflow: Workflow, signal: AbortSignal): Promise<{ outcome: RunOutcome; tokensUsed: number } | { retryAfterMs: number }> {
   try {
     const { tokensUsed, errorEvent, stopped } = await runTurn(deps, run, workflow, signal);
     // Not `signal.aborted`: a cancel during the runner's cleanup, after its answer went out, stopped nothing.
-    if (stopped) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
-    finish(deps, run, workflow, errorEvent ? { kind: "failed", error: errorEvent } : { kind: "succeeded" }, tokensUsed);
+    if (stopped) return { outcome: aborted(deps, signal), tokensUsed };
+    return { outcome: errorEvent ? { kind: "failed", error: errorEvent } : { kind: "succeeded" }, tokensUsed };
   } catch (error) {
     const details = error instanceof RunnerError ? error.details : {};
     const tokensUsed = details.tokensUsed ?? 0;
-    if (signal.aborted) return void finish(deps, run, workflow, aborted(deps, signal), tokensUsed);
+    if (signal.aborted) return { outcome: aborted(deps, signal), tokensUsed };
     const attempt = run.attempts + 1;
     if (error instanceof RunnerUnavailableError && attempt <= deps.retryDelaysMs.length) {
       // The endpoint's own Retry-After when it asks for longer (up to a cap): sooner would be refused again.
       const delay = Math.max(deps.retryDelaysMs[attempt - 1]!, Math.min(details.retryAfterMs ?? 0, MAX_RETRY_AFTER_MS));
-      deps.runs.markWaitingRetry(runId, deps.now() + delay, error.message, tokensUsed);
+      try {
+        deps.runs.markWaitingRetry(run.id, deps.now() + delay, error.message, tokensUsed);
+      } catch (refused) {
+        // The wait cannot be recorded: the run fails with the runner's error, recorded once the database takes it.
+        console.error(`hatch: cannot record that run ${run.id} waits to retry (${(refused as Error).message})`);
+        return { outcome: { kind: "failed", error: describe(error) }, tokensUsed };
+      }
       if (tokensUsed > 0) deps.limits.record(run.projectId, run.queuedAt, { tokens: tokensUsed });
       deps.bus.publish({ type: "status", run: runRef(run), status: "waiting-retry" });
       return { retryAfterMs: delay };
     }
-    finish(deps, run, workflow, { kind: "failed", error: describe(error) }, tokensUsed);
+    return { outcome: { kind: "failed", error: describe(error) }, tokensUsed };
+  }
+}
+
+/**
+ * Record an outcome; while the database refuses it, try again later
+ * (`OUTCOME_RETRY_MS`), with the pool's slot free meanwhile. A run left
+ * `running` would otherwise stay so until the next start, and a schedule,
+ * which waits for its last run, would not fire until then either.
+ */
+function record(deps: RunExecutionDeps, run: Run, workflow: Workflow, outcome: RunOutcome, tokensUsed = 0, attempt = 0): void {
+  try {
+    finish(deps, run, workflow, outcome, tokensUsed);
+  } catch (error) {
+    const delay = OUTCOME_RETRY_MS[Math.min(attempt, OUTCOME_RETRY_MS.length - 1)]!;
+    console.error(`hatch: cannot record how run ${run.id} ended (${(error as Error).message}); trying again in ${delay / 1000} s`);
+    deps.later(delay, () => record(deps, run, workflow, outcome, tokensUsed, attempt + 1));
   }
 }
 

@@ -40,7 +40,7 @@ export interface MessageFire {
 }
 
 /** Collaborators of the engine: everything a run's execution needs, plus the pool and triggers. */
-export interface WorkflowEngineOptions extends Omit<RunExecutionDeps, "stopping"> {
+export interface WorkflowEngineOptions extends Omit<RunExecutionDeps, "stopping" | "later"> {
   pool: WorkerPool;
   triggers: Triggers;
 }
@@ -53,6 +53,10 @@ export interface WorkflowEngineOptions extends Omit<RunExecutionDeps, "stopping"
  */
 export class WorkflowEngine implements AsyncDisposable {
   #stopping = false;
+  /** Set once the pool has stopped: nothing is put off any more (see `#later`). */
+  #stopped = false;
+  /** Work put off by `later`, by its timer. */
+  readonly #delayed = new Map<ReturnType<typeof setTimeout>, () => void>();
   readonly #deps: RunExecutionDeps;
   /**
    * Schedules refused for a spent budget and not accepted since, by workflow and
@@ -62,7 +66,7 @@ export class WorkflowEngine implements AsyncDisposable {
   readonly #refusedSchedules = new Map<string, Set<string>>();
 
   constructor(private readonly options: WorkflowEngineOptions) {
-    this.#deps = { ...options, stopping: () => this.#stopping };
+    this.#deps = { ...options, stopping: () => this.#stopping, later: (delayMs, work) => this.#later(delayMs, work) };
   }
 
   /**
@@ -181,6 +185,23 @@ export class WorkflowEngine implements AsyncDisposable {
     this.options.runs.flush();
     this.#stopping = true;
     await this.options.pool[Symbol.asyncDispose]();
+    // Outcomes the database refused get one last try while it is open; a run still unrecorded then ends at the next start.
+    this.#stopped = true;
+    const pending = [...this.#delayed];
+    this.#delayed.clear();
+    for (const [timer, work] of pending) {
+      clearTimeout(timer);
+      work();
+    }
+  }
+
+  #later(delayMs: number, work: () => void): void {
+    if (this.#stopped) return;
+    const timer = setTimeout(() => {
+      this.#delayed.delete(timer);
+      work();
+    }, delayMs);
+    this.#delayed.set(timer, work);
   }
 
   /** The checks before a run is recorded: text, workflow, status, then the spend limit (a refusal is audited). */

@@ -1,8 +1,10 @@
-import { describe, expect, test } from "bun:test";
+import { Database } from "bun:sqlite";
+import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../../src/config.ts";
+import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
 import type { Run, RunUpdate } from "../../src/workflows/index.ts";
 import { hatchCli } from "../helpers/cli.ts";
@@ -326,5 +328,47 @@ describe("the life of a run", () => {
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+  test("an outcome the database refuses is recorded, as it was, once it takes writes again: the run does not stay running, and its schedule fires again", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    // The database refuses to record any run's end for a moment (a lock held past the busy timeout, a full disk).
+    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status IN ('succeeded', 'failed', 'cancelled') BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
+    const logged: string[] = [];
+    const quiet = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
+    try {
+      const workflow = await commandWorkflow(member, "echo tick", { schedule: "* * * * * *", mode: "fresh" });
+      await waitFor(() => logged.some((line) => /cannot record how run \S+ ended \(database is locked\); trying again in 1 s/.test(line)), "the outcome write to be refused");
+      const runs = async () => (await member.client.get(`/api/workflows/${workflow.id}/runs`)).body.runs as Run[];
+      // While it is refused, the run stays running and the schedule waits for it.
+      expect((await runs()).map((run) => run.status)).toEqual(["running"]);
+      world.hatch.sqlite.exec("DROP TRIGGER refused");
+      const first = await waitFor(async () => (await runs()).find((run) => run.number === 1 && isFinished(run)), "the first run's outcome to be recorded");
+      expect({ status: first.status, error: first.error }).toEqual({ status: "succeeded", error: null });
+      expect(answers(await (await member.client.get(`/api/workflows/${workflow.id}/runs/${first.id}`)).body)).toEqual(["tick"]);
+      await waitFor(async () => (await runs()).some((run) => run.number > 1 && run.status === "succeeded"), "the schedule to fire again");
+    } finally {
+      quiet.mockRestore();
+    }
+  });
+  test("an outcome still refused when the server stops gets a last try then, so a stop does not turn a finished run into a stopped one", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status IN ('succeeded', 'failed', 'cancelled') BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
+    const logged: string[] = [];
+    const quiet = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
+    try {
+      const workflow = await commandWorkflow(member, "echo tick", { mode: "fresh" });
+      const { token } = await issueToken(member.client, workflow.id);
+      const { runId } = (await fire(world, workflow.id, token)).body;
+      // Refused twice: the next try is 5 s away when the database takes writes again and the server stops.
+      await waitFor(() => logged.some((line) => line.includes(`cannot record how run ${runId} ended (database is locked); trying again in 5 s`)), "a second refusal");
+      world.hatch.sqlite.exec("DROP TRIGGER refused");
+      await world.hatch.stop();
+    } finally {
+      quiet.mockRestore();
+    }
+    using reader = new Database(join(world.config.dataDir, DATABASE_FILE), { readonly: true });
+    expect(reader.query("SELECT status, error FROM workflow_runs").all()).toEqual([{ status: "succeeded", error: null }]);
   });
 });
