@@ -14,7 +14,7 @@ export { AGENT_PACKAGE, BUILTIN_ROLES, DEFAULT_GRANTS, FEATURES, WILDCARD, hasFe
 export { constantTimeEqual, newId, randomToken, sha256Hex } from "./ids.ts";
 export { AccessChanges, touches, type AccessScope } from "./access-changes.ts";
 export { createPlatform, openPlatform, type OpenPlatformOptions, type Platform, type PlatformOptions } from "./platform.ts";
-export { DEFAULT_LOGIN_THROTTLE, LoginThrottle, type LoginThrottleOptions } from "./login-throttle.ts";
+export { BUSY_RETRY_MS, DEFAULT_LOGIN_THROTTLE, LoginThrottle, type LoginThrottleOptions } from "./login-throttle.ts";
 export { Projects, type Project } from "./projects.ts";
 export { RateLimiter, type RateLimiterOptions } from "./rate-limiter.ts";
 export { Roles } from "./roles.ts";

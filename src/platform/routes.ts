@@ -53,24 +53,30 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
       async ({ body, cookie, sessionToken, request, server, set }) => {
         const peer = server?.requestIP(request)?.address;
         const client = rateKey(clientAddress(peer, request.headers.get("x-forwarded-for"), trusted));
-        const wait = throttle.attempt(client, body.email);
+        const wait = await throttle.attempt(client, body.email);
         if (wait > 0) {
           set.headers["retry-after"] = String(Math.ceil(wait / 1000));
           throw tooMany("too_many_logins", "Too many failed logins: try again later");
         }
-        const login = await platform.users.verifyLogin(body.email, body.password);
-        // One answer for an unknown email and a wrong password.
-        if (!login) throw unauthorized("Wrong email or password");
-        const { user } = login;
-        const first = platform.projects.membershipsOf(user.id)[0];
-        const signedIn = await platform.sessions.create(login, first?.project.id ?? null);
-        // Reset while it was verified: the password given is wrong now.
-        if (!signedIn) throw unauthorized("Wrong email or password");
-        const { token, expiresAt } = signedIn;
-        throttle.succeeded(client, body.email);
-        await platform.sessions.destroy(sessionToken);
-        cookie[SESSION_COOKIE]!.set({ value: token, ...cookieOptions(new Date(expiresAt), request, peer) });
-        return { user, project: first?.project ?? null, role: first?.role ?? null };
+        // Every attempt ends as a success or a failure, whatever throws: one left begun would hold a place in the window.
+        let succeeded = false;
+        try {
+          const login = await platform.users.verifyLogin(body.email, body.password);
+          // One answer for an unknown email and a wrong password.
+          if (!login) throw unauthorized("Wrong email or password");
+          const { user } = login;
+          const first = platform.projects.membershipsOf(user.id)[0];
+          const signedIn = await platform.sessions.create(login, first?.project.id ?? null);
+          // Reset while it was verified: the password given is wrong now.
+          if (!signedIn) throw unauthorized("Wrong email or password");
+          succeeded = true;
+          throttle.succeeded(client, body.email);
+          await platform.sessions.destroy(sessionToken);
+          cookie[SESSION_COOKIE]!.set({ value: signedIn.token, ...cookieOptions(new Date(signedIn.expiresAt), request, peer) });
+          return { user, project: first?.project ?? null, role: first?.role ?? null };
+        } finally {
+          if (!succeeded) throttle.failed(client, body.email);
+        }
       },
       {
         // JSON bodies only, whatever the body says: a cross-site HTML form can send a form-encoded or a text/plain body
