@@ -8,7 +8,7 @@ import { CallerResolver } from "./caller.ts";
 import { Projects } from "./projects.ts";
 import { Roles } from "./roles.ts";
 import { loadSecretKey } from "./secret-key.ts";
-import { Secrets } from "./secrets.ts";
+import { opensSealed, Secrets } from "./secrets.ts";
 import { Settings } from "./settings.ts";
 import { Users } from "./users.ts";
 
@@ -81,7 +81,10 @@ export interface OpenPlatformOptions extends Omit<PlatformOptions, "secretKey"> 
  * operator restores the right one instead of finding a wrong one in its place.
  */
 export async function openPlatform(options: OpenPlatformOptions): Promise<Platform> {
-  const { key, createdFile } = await loadSecretKey(options);
+  const loaded = await loadSecretKey(options);
+  const { createdFile } = loaded;
+  // The contents of a generated secret.key, moved into HATCH_SECRET_KEY, name the file's key: used when that is the one the data dir's secrets were sealed with.
+  const key = loaded.asKeyFile && !(await opensSealed(options.db, loaded.key)) && (await opensSealed(options.db, loaded.asKeyFile)) ? loaded.asKeyFile : loaded.key;
   const platform = createPlatform({ ...options, secretKey: key });
   try {
     await platform.secrets.checkKey({ takeNewKey: options.takeNewKey });

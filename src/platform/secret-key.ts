@@ -9,6 +9,12 @@ const KEY_FILE_BYTES = 32;
 /** The key for secrets at rest, and the key file this load wrote (null when it read one, or none is used). */
 export interface SecretKey {
   key: CryptoKey;
+  /**
+   * A HATCH_SECRET_KEY in the form of a generated key file (the base64 of 32
+   * bytes) may be one copied out of `secret.key`, whose key is those bytes,
+   * not the text: the key as that file would give it. Null otherwise.
+   */
+  asKeyFile: CryptoKey | null;
   createdFile: string | null;
 }
 
@@ -20,9 +26,20 @@ export async function loadSecretKey(options: { secretKey: string | null; dataDir
   const path = join(options.dataDir, SECRET_KEY_FILE);
   const createdFile = !options.secretKey && !existsSync(path) && createKeyFile(path) ? path : null;
   const material = options.secretKey ? new TextEncoder().encode(options.secretKey) : keyFileBytes(path);
-  // SHA-256 turns any key material of at least 32 characters into exactly 256 bits.
-  const raw = await crypto.subtle.digest("SHA-256", material);
-  return { key: await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]), createdFile };
+  const fileForm = options.secretKey ? keyFileForm(options.secretKey) : null;
+  return { key: await derivedKey(material), asKeyFile: fileForm && (await derivedKey(fileForm)), createdFile };
+}
+
+/** SHA-256 turns any key material of at least 32 characters into exactly 256 bits. */
+async function derivedKey(material: Uint8Array<ArrayBuffer>): Promise<CryptoKey> {
+  return crypto.subtle.importKey("raw", await crypto.subtle.digest("SHA-256", material), "AES-GCM", false, ["encrypt", "decrypt"]);
+}
+
+/** The key bytes of `text` read as a key file's contents, when it is exactly such (canonical base64 of 32 bytes). */
+function keyFileForm(text: string): Uint8Array<ArrayBuffer> | null {
+  const trimmed = text.trim();
+  const bytes = Buffer.from(trimmed, "base64");
+  return bytes.length === KEY_FILE_BYTES && bytes.toString("base64") === trimmed ? new Uint8Array(bytes) : null;
 }
 
 /**

@@ -110,14 +110,14 @@ export class Secrets {
     let check = this.db.select().from(secretKeyCheck).get();
     if (check === undefined) {
       const sample = this.db.select().from(secrets).limit(1).get();
-      if (sample && !(await this.#opens(sample.iv, sample.ciphertext, aad(sample.scope, sample.scopeId, sample.id)))) throw keyMismatch();
+      if (sample && !(await opens(this.key, sample.iv, sample.ciphertext, aad(sample.scope, sample.scopeId, sample.id)))) throw keyMismatch();
       const iv = crypto.getRandomValues(new Uint8Array(IV_BYTES));
       const ciphertext = await crypto.subtle.encrypt({ name: "AES-GCM", iv, additionalData: KEY_CHECK_AAD }, this.key, KEY_CHECK_AAD);
       // Another process (the CLI, on a new data dir) may have sealed its own first: the row there is the one to open.
       this.db.insert(secretKeyCheck).values({ id: 1, iv: Buffer.from(iv), ciphertext: Buffer.from(ciphertext) }).onConflictDoNothing().run();
       check = this.db.select().from(secretKeyCheck).get()!;
     }
-    if (await this.#opens(check.iv, check.ciphertext, KEY_CHECK_AAD)) return;
+    if (await opens(this.key, check.iv, check.ciphertext, KEY_CHECK_AAD)) return;
     // No secret to lose (a key file deleted before any was stored): the new key seals from now on.
     if (takeNewKey && this.db.select({ id: secrets.id }).from(secrets).limit(1).get() === undefined) {
       this.db.delete(secretKeyCheck).run();
@@ -126,17 +126,25 @@ export class Secrets {
     throw keyMismatch();
   }
 
-  async #opens(iv: Buffer, ciphertext: Buffer, additionalData: Uint8Array<ArrayBuffer>): Promise<boolean> {
-    try {
-      await crypto.subtle.decrypt({ name: "AES-GCM", iv: new Uint8Array(iv), additionalData }, this.key, new Uint8Array(ciphertext));
-      return true;
-    } catch {
-      return false;
-    }
-  }
-
   #key(scope: SecretScope, scopeId: string, id: string) {
     return and(eq(secrets.scope, scope), eq(secrets.scopeId, scopeId), eq(secrets.id, id));
+  }
+}
+
+/** Whether `key` opens what the database holds sealed (its key check, else a stored secret); false when it holds nothing sealed. */
+export async function opensSealed(db: Db, key: CryptoKey): Promise<boolean> {
+  const check = db.select().from(secretKeyCheck).get();
+  if (check) return opens(key, check.iv, check.ciphertext, KEY_CHECK_AAD);
+  const sample = db.select().from(secrets).limit(1).get();
+  return sample !== undefined && opens(key, sample.iv, sample.ciphertext, aad(sample.scope, sample.scopeId, sample.id));
+}
+
+async function opens(key: CryptoKey, iv: Buffer, ciphertext: Buffer, additionalData: Uint8Array<ArrayBuffer>): Promise<boolean> {
+  try {
+    await crypto.subtle.decrypt({ name: "AES-GCM", iv: new Uint8Array(iv), additionalData }, key, new Uint8Array(ciphertext));
+    return true;
+  } catch {
+    return false;
   }
 }
 

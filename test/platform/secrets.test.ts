@@ -103,6 +103,38 @@ describe("secrets", () => {
       expect(await hatch.platform.secrets.reveal("project", projectId, "openai.key")).toBe("sk-live-1234567890");
     });
 
+    test("the generated secret.key's contents, moved into HATCH_SECRET_KEY, open what it sealed, for serve and the CLI", async () => {
+      using dataDir = dataDirOf();
+      const projectId = await withSecret(dataDir);
+      const keyFile = join(dataDir, "secret.key");
+      const moved = { HATCH_SECRET_KEY: readFileSync(keyFile, "utf8").trim() };
+      // Out of the data dir, into the environment (a container platform's secret).
+      rmSync(keyFile);
+      {
+        await using hatch = await startHatch(config(dataDir, moved));
+        expect(await hatch.platform.secrets.reveal("project", projectId, "openai.key")).toBe("sk-live-1234567890");
+        await hatch.platform.secrets.put("project", projectId, "bot.token", "123456:ABC");
+      }
+      const cli = await runCli(["admin", "setting", "get", "--json"], adminCommands, { env: { HATCH_DATA_DIR: dataDir, ...moved }, stdin: async () => "", io: { out: () => {}, err: () => {} } });
+      expect(cli).toBe(0);
+      await using again = await startHatch(config(dataDir, moved));
+      expect(await again.platform.secrets.reveal("project", projectId, "bot.token")).toBe("123456:ABC");
+      expect(existsSync(keyFile)).toBe(false);
+    });
+
+    test("a HATCH_SECRET_KEY in the key file's form (openssl rand -base64 32), set from the first start, keeps opening what it sealed", async () => {
+      using dataDir = dataDirOf();
+      const own = { HATCH_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64") };
+      const projectId = await withSecret(dataDir, own);
+      {
+        await using hatch = await startHatch(config(dataDir, own));
+        expect(await hatch.platform.secrets.reveal("project", projectId, "openai.key")).toBe("sk-live-1234567890");
+      }
+      // Another key of the same form is still another key.
+      const other = { HATCH_SECRET_KEY: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString("base64") };
+      await expect(startHatch(config(dataDir, other))).rejects.toThrow(MISMATCH);
+    });
+
     test("a lost or regenerated secret.key is refused while secrets are stored, and taken when none are", async () => {
       using stored = dataDirOf();
       const projectId = await withSecret(stored);
