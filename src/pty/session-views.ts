@@ -16,12 +16,17 @@ const CONTROL_SLACK_BYTES = 64 * 1024;
 /** WebSocket close code for "the server hit an unexpected condition". */
 const CLOSE_INTERNAL_ERROR = 1011;
 /**
- * Views one session holds at once. Each attach costs a snapshot (megabytes
- * with a full scrollback) built on the parser thread every session shares, so
- * views without limit would let one user's connections slow everyone's.
- * A person needs a few tabs, a supervisor a few more.
+ * Views one person holds of one session at once. Each attach costs a snapshot
+ * (megabytes with a full scrollback) built on the parser thread every session
+ * shares, so views without limit would let one user's connections slow
+ * everyone's. A person needs a few tabs.
  */
-export const MAX_VIEWS_PER_SESSION = 16;
+export const MAX_VIEWS_PER_USER = 16;
+/**
+ * Views one session holds at once, everyone's: twice one person's, so an
+ * owner with every tab they may have open never locks a supervisor out.
+ */
+export const MAX_VIEWS_PER_SESSION = 2 * MAX_VIEWS_PER_USER;
 /**
  * What a connection may hold beyond its last snapshot before the client is
  * taken for one that does not read. An honest one stays well under it (the
@@ -116,9 +121,12 @@ export class SessionViews {
     return this.#views.size;
   }
 
-  /** Whether the session has MAX_VIEWS_PER_SESSION views, and takes no more. */
-  get full(): boolean {
-    return this.#views.size >= MAX_VIEWS_PER_SESSION;
+  /** Why the session takes no more views from `userId` (their MAX_VIEWS_PER_USER, or everyone's MAX_VIEWS_PER_SESSION), or null when it does. */
+  fullFor(userId: string): string | null {
+    if (this.#views.size >= MAX_VIEWS_PER_SESSION) return `The session has ${MAX_VIEWS_PER_SESSION} views open, as many as it takes`;
+    let theirs = 0;
+    for (const view of this.#views.values()) if (view.userId === userId) theirs++;
+    return theirs >= MAX_VIEWS_PER_USER ? `You have ${MAX_VIEWS_PER_USER} views of the session open, as many as one person may` : null;
   }
 
   /** The view holding the input lease, if any. */

@@ -4,7 +4,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { HatchError, touches, type Platform } from "../platform/index.ts";
-import { MAX_COLS, MAX_ROWS, MAX_VIEWS_PER_SESSION, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
+import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
 import type { OriginPolicy } from "./origin-policy.ts";
 import type { RejectionLog } from "./rejection-log.ts";
 import type { TerminalService } from "./terminal-service.ts";
@@ -88,7 +88,8 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
   if (ws.readyState !== ws.OPEN) return;
   // Terminated while its access was being decided: answered like a session that was never there, not left open and mute.
   if (session.destroyed) return void ws.close(CLOSE.notFound, "");
-  if (session.views.full) return void ws.close(CLOSE.tooManyViews, `The session has ${MAX_VIEWS_PER_SESSION} views open, as many as it takes`);
+  const full = session.views.fullFor(caller.user.id);
+  if (full) return void ws.close(CLOSE.tooManyViews, full);
   const view = session.attach(
     {
       output: (bytes) => ws.send(bytes, { binary: true }),

@@ -2,7 +2,7 @@ import { describe, expect, spyOn, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { MAX_VIEWS_PER_SESSION } from "../../src/pty/index.ts";
+import { MAX_VIEWS_PER_SESSION, MAX_VIEWS_PER_USER } from "../../src/pty/index.ts";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
 import { TERMINAL, attached, createSession, localSource, openTerminal, ownerRootSession, runAndSee, sessionAnAdminSupervises, terminalUrl } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -337,15 +337,15 @@ describe("the terminal WebSocket", () => {
     }
   }, 60_000);
 
-  test("a session takes 16 views at once: the 17th is closed with 4429, and one closing makes room; a resize to the size it has announces nothing", async () => {
+  test("one person holds at most 16 views of a session: the 17th is closed with 4429, and one closing makes room; a resize to the size it has announces nothing", async () => {
     await using world = await startWorld();
     const { owner, session } = await ownerRootSession(world);
     const open = [];
-    for (let i = 0; i < MAX_VIEWS_PER_SESSION; i++) open.push(await attached(world, owner, "s"));
+    for (let i = 0; i < MAX_VIEWS_PER_USER; i++) open.push(await attached(world, owner, "s"));
     const refused = await openTerminal(world, owner, "s");
-    expect({ code: await refused.closed, reason: refused.closeReason }).toEqual({ code: 4429, reason: "The session has 16 views open, as many as it takes" });
+    expect({ code: await refused.closed, reason: refused.closeReason }).toEqual({ code: 4429, reason: "You have 16 views of the session open, as many as one person may" });
     open.pop()!.close();
-    await waitFor(() => session.views.size === MAX_VIEWS_PER_SESSION - 1, "the closed view to be detached");
+    await waitFor(() => session.views.size === MAX_VIEWS_PER_USER - 1, "the closed view to be detached");
     const next = await attached(world, owner, "s");
     // The first view holds the lease; its resize to the current size reaches no view.
     open[0]!.send({ type: "resize", cols: 80, rows: 24 });
@@ -353,6 +353,23 @@ describe("the terminal WebSocket", () => {
     await next.control("resize", (c) => c.cols === 81);
     expect(next.controls.filter((c) => c.type === "resize").map((c) => c.cols)).toEqual([81]);
     for (const view of [...open, next]) view.close();
+  });
+
+  test("a member with every view they may have open does not lock a supervisor out; the session takes 32 views in all", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const owner = await world.signedIn(project, "owner");
+    const admin = await world.signedIn(project, "admin");
+    localSource(world, project, "docs", { member: "rwx" });
+    await createSession(member.client, { sourceSlug: "docs", id: "m" });
+    const open = [];
+    for (let i = 0; i < MAX_VIEWS_PER_USER; i++) open.push(await attached(world, member, "m"));
+    for (let i = 0; i < MAX_VIEWS_PER_USER; i++) open.push(await attached(world, owner, "m", { userId: member.user.id }));
+    expect(MAX_VIEWS_PER_SESSION).toBe(2 * MAX_VIEWS_PER_USER);
+    const refused = await openTerminal(world, admin, "m", { userId: member.user.id });
+    expect({ code: await refused.closed, reason: refused.closeReason }).toEqual({ code: 4429, reason: "The session has 32 views open, as many as it takes" });
+    for (const view of open) view.close();
   });
 
   test("an input message larger than the input burst (64 KiB) is refused whole, with a notice that says so", async () => {
