@@ -161,17 +161,24 @@ export class SessionViews {
     return view;
   }
 
-  /** Detach a view; the lease passes to the earliest remaining writable view. */
+  /** Detach a view; if it held the lease, the lease passes on (see `#passLease`). */
   detach(view: View): void {
     view.closed = true;
     if (!this.#views.delete(view.id)) return;
-    if (this.#leaseHolder === view.id) this.#passLease();
+    if (this.#leaseHolder === view.id) this.#passLease(view.userId);
     if (this.#views.size === 0 || this.#leaseHolder === null) this.#resumeIfPaused();
   }
 
-  /** The lease goes to the earliest remaining writable view, or to nobody. */
-  #passLease(): void {
-    this.#setLease([...this.#views.values()].find((v) => v.canWrite) ?? null);
+  /**
+   * The lease goes to the latest writable view of the person who held it (a
+   * tab whose connection dropped has reconnected as a new view by the time the
+   * old one is found dead), else to the earliest remaining writable view, or to
+   * nobody. So a supervisor watching is handed the keyboard only when its
+   * holder has no view left, not while the holder's tab is reconnecting.
+   */
+  #passLease(fromUserId: string): void {
+    const writable = [...this.#views.values()].filter((v) => v.canWrite);
+    this.#setLease(writable.findLast((v) => v.userId === fromUserId) ?? writable[0] ?? null);
   }
 
   /**
@@ -183,7 +190,7 @@ export class SessionViews {
     if (!view.canWrite || view.closed) return;
     view.revokeWrite();
     this.control(view, { type: "readOnly" });
-    if (this.#leaseHolder === view.id) this.#passLease();
+    if (this.#leaseHolder === view.id) this.#passLease(view.userId);
   }
 
   /** Move the lease to a writable view (Take Control); the holder taking it again changes (and announces) nothing. */

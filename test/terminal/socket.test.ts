@@ -157,6 +157,28 @@ describe("the terminal WebSocket", () => {
     expect(await (await openTerminal(world, owner, "m", { userId: member.user.id })).closed).toBe(4404);
   });
 
+  test("the lease of a view that drops goes to its person's newest view (the tab reconnected), not to a supervisor watching", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const owner = await world.signedIn(project, "owner");
+    localSource(world, project, "docs", { member: "rwx" });
+    await createSession(member.client, { sourceSlug: "docs", id: "m" });
+    const tab = await attached(world, member, "m");
+    const supervisor = await attached(world, owner, "m", { userId: member.user.id });
+    // The member's connection is dropping; the tab has already reconnected as a new view when the old one goes.
+    const reconnected = await attached(world, member, "m");
+    expect(reconnected.controls.find((c) => c.type === "lease")).toMatchObject({ userId: member.user.id, you: false });
+    tab.close();
+    await reconnected.control("lease", (c) => c.you === true);
+    await runAndSee(reconnected, "echo back-$((7*7))", "back-49");
+    expect(supervisor.controls.filter((c) => c.type === "lease").at(-1)).toMatchObject({ userId: member.user.id, you: false });
+    // With no view of its person left, the lease goes to whoever may type: the supervisor.
+    reconnected.close();
+    await supervisor.control("lease", (c) => c.you === true);
+    supervisor.close();
+  });
+
   describe("a supervisor drives an unconfined session only with the feature that would give them one of their own", () => {
     test("Container Root: terminal.supervise without terminal.container watches, read-only, and cannot exec", async () => {
       await using world = await startWorld();
