@@ -29,7 +29,7 @@ export const CREDENTIAL_PATHS: readonly (readonly [RegExp, string])[] = [
   [/(^|\/)(\.npmrc|\.yarnrc\.yml|\.pypirc)$|(^|\/)\.cargo\/credentials(\.toml)?$/, "access to a package registry token file"],
   [/(^|\/)\.gnupg(\/|$)/, "access to GnuPG keys (~/.gnupg)"],
   [/(^|\/)\.vault-token$|(^|\/)\.terraform\.d\/credentials\.tfrc\.json$/, "access to a stored access token"],
-  [/^\/proc\/[^/]+\/environ$/, "read of a process environment (/proc/*/environ)"],
+  [/^\/proc\/[^/]+\/(task\/[^/]+\/)?environ$/, "read of a process environment (/proc/*/environ)"],
   [ENV_FILE, "access to a .env file"],
 ];
 
@@ -72,10 +72,14 @@ export function isUnder(path: string, zone: string): boolean {
 /**
  * The path-like pieces of a word: `--config=~/.aws/credentials` gives
  * `--config` and `~/.aws/credentials`; `host:~/.ssh/id_rsa` gives `host` and
- * `~/.ssh/id_rsa`.
+ * `~/.ssh/id_rsa`; curl's `@/etc/shadow` (a file to send) gives `/etc/shadow`;
+ * a short option with its value glued on, `-C/srv/data` or `-d@.env`, gives
+ * the value too.
  */
 export function pathTokens(word: string): string[] {
-  return word.split(/[\s=:,;()<>|&'"`]+/).filter(Boolean);
+  const tokens = word.split(/[\s=:,;()<>|&'"`@]+/).filter(Boolean);
+  const glued = /^-[A-Za-z]([/.~$@].*)$/.exec(word);
+  return glued ? [...tokens, ...pathTokens(glued[1]!)] : tokens;
 }
 
 /**

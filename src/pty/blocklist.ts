@@ -93,8 +93,10 @@ export class Blocklist {
   #command(command: SimpleCommand, depth: number): string | null {
     const argv = commandArgv(command.words);
     const [program = "", ...args] = argv;
-    const script = nestedScript(program, args);
-    if (script !== null) {
+    // `PROMPT_COMMAND='…'`, alone or before a command, and `export PROMPT_COMMAND='…'` / `declare …`.
+    const assigned = command.words.map((word) => CODE_VARIABLES.exec(word)?.[2]).filter((value) => value !== undefined);
+    for (const script of [nestedScript(program, args), envSplitString(command.words), ...assigned]) {
+      if (script === null) continue;
       const nested = this.#check(script, depth + 1);
       if (nested) return nested;
     }
@@ -135,16 +137,45 @@ export class Blocklist {
   }
 }
 
-/** The script of `bash -c '...'`, `su -c '...'` or `eval ...`, or null. */
+/**
+ * The script of `bash -c '...'` (or `bash -c -- '...'`), `su -c '...'`,
+ * `eval ...`, `trap '...' SIGNAL` or `alias name='...'`, or null: text the
+ * shell runs as a command line of its own.
+ */
 function nestedScript(program: string, args: string[]): string | null {
   if (program === "eval") return args.join(" ");
+  if (program === "trap") return args.find((a) => !a.startsWith("-")) ?? null;
+  if (program === "alias") return args.map((a) => /^[^=]+=(.*)$/s.exec(a)?.[1]).filter((body) => body !== undefined).join("\n") || null;
   const flag = SHELLS.has(program)
     ? args.findIndex((a) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a))
     : program === "su" || program === "runuser"
       ? args.findIndex((a) => a === "-c" || a === "--command")
       : -1;
-  return flag >= 0 ? (args[flag + 1] ?? null) : null;
+  if (flag < 0) return null;
+  // `bash -c -- 'cmd'`: the -- ends the options, and the script is the word after it.
+  const script = args[flag + 1] === "--" ? args[flag + 2] : args[flag + 1];
+  return script ?? null;
 }
+
+/** The command line of `env -S '...'` (`--split-string`), which env splits into words and runs; null without one. */
+function envSplitString(words: string[]): string | null {
+  const env = words.findIndex((word) => baseName(word) === "env");
+  if (env < 0) return null;
+  for (let i = env + 1; i < words.length && words[i]!.startsWith("-"); i++) {
+    const word = words[i]!;
+    if (word === "-S" || word === "--split-string") return words[i + 1] ?? null;
+    if (word.startsWith("--split-string=")) return word.slice("--split-string=".length);
+    if (/^-[^-]*S./.test(word)) return word.slice(word.indexOf("S") + 1);
+  }
+  return null;
+}
+
+/**
+ * Shell variables whose value the shell runs as a command line later, with
+ * no Enter to screen it: `PROMPT_COMMAND` at each prompt, `PS0`-`PS4` when
+ * shown (they expand `$(…)`). An assignment to one is judged by its value.
+ */
+const CODE_VARIABLES = /^(PROMPT_COMMAND|PS[0-4])\+?=([\s\S]*)$/;
 
 function recursiveDelete(args: string[], home?: string): string | null {
   let recursive = false;
@@ -227,8 +258,11 @@ function killEverything(program: string, args: string[]): string | null {
       pids.push(...args.slice(i + 1));
       break;
     }
-    if (arg === "-s" || arg === "-n") i++;
-    else if (arg.startsWith("-") && !signalSeen) signalSeen = true;
+    // `-s KILL` and `-n 9` name the signal as `-9` does.
+    if (arg === "-s" || arg === "-n") {
+      i++;
+      signalSeen = true;
+    } else if (arg.startsWith("-") && !signalSeen) signalSeen = true;
     else pids.push(arg);
   }
   if (pids.includes("-1")) return "kill of every process";

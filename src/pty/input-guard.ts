@@ -43,12 +43,16 @@ export interface InputGuardOptions extends BlocklistOptions {
 }
 
 /**
- * Kills the line being edited without running it: Ctrl+E moves to its end in
- * readline, zsh and fish, then Ctrl+U erases back to its start; in a cooked
- * tty Ctrl+E is an ordinary character and Ctrl+U (VKILL) erases the whole line.
+ * Kills the line being edited without running it, wherever the cursor is:
+ * Ctrl+E moves to its end in readline's emacs mode, zsh and fish; the End key
+ * (`Esc [ F`) does in readline's vi insert mode too, where Ctrl+E is only a
+ * character (Ctrl+U there would kill just what is before the cursor, and leave
+ * the rest for the next Enter); then Ctrl+U erases back to the start. In a
+ * cooked tty both are ordinary characters and Ctrl+U (VKILL) erases the whole
+ * line with them.
  */
-export const LINE_KILL = "\x05\x15";
-/** Ctrl+G: readline's abort, which cancels a pending prefix key such as Ctrl+X. */
+export const LINE_KILL = "\x05\x1b[F\x15";
+/** Ctrl+G: readline's abort, which cancels a pending prefix key (Ctrl+X, Esc) and numeric argument. */
 const ABORT_KEY = "\x07";
 const ESCAPE = "\x1b";
 /**
@@ -82,8 +86,8 @@ const PASTE_START = "\x1b[200~";
 const PASTE_END = "\x1b[201~";
 /** Longest escape sequence followed; anything longer is not a key and is just passed on. */
 const MAX_ESCAPE_CHARS = 64;
-/** Prompt endings ("$ ", "# ", "% ", "❯ ", "(reverse-i-search)`x': "): where a command may start on the screen line. */
-const PROMPT_END = /[$#%>❯➜λ»›\]):]\s+/g;
+/** Prompt endings ("$ ", "# ", "% ", "❯ ", "→ ", powerline's "", "(reverse-i-search)`x': "): where a command may start on the screen line. */
+const PROMPT_END = /[$#%>❯➜→⇒➤▶λ»›⟩\ue0b0\ue0b1\]):]\s+/g;
 /** Prompt endings considered per line: a prompt has a handful at most. */
 const MAX_PROMPT_CANDIDATES = 8;
 
@@ -193,7 +197,9 @@ export class InputGuard {
     // Esc or Ctrl+X then Enter: one key to bash's emacs mode (M-C-m, C-x C-m, unbound: it beeps and the line
     // stays), but accept-line in vi's command mode. Either way the line is checked; it does not end here.
     // Esc Ctrl+E is bash's shell-expand-line: it runs each $(…) in the line at once, with no Enter.
-    const escapeV = this.#escape === ESCAPE && (c === "v" || c === "\x05");
+    // Esc # is insert-comment (M-# in emacs mode, # in vi's command mode): it accepts the line, and with a
+    // numeric argument (Esc 1 Esc #) takes a leading # off first, so a commented-out line runs.
+    const escapeV = this.#escape === ESCAPE && (c === "v" || c === "\x05" || c === "#");
     const prefixedEnter = (this.#escape === ESCAPE || this.#afterCtrlX) && (c === "\r" || c === "\n");
     // Ctrl+X e replays the keyboard macro recorded with Ctrl+X ( … Ctrl+X ): keys (an Enter among them) the
     // shell runs without them passing here again. It is withheld; Ctrl+G cancels the Ctrl+X the shell holds.
@@ -244,7 +250,14 @@ export class InputGuard {
       this.#buffer = withoutLastWord(this.#buffer);
       this.#bytes.replaceWith(withoutLastWord);
     }
-    else if (c === "\x03") this.#reset({ clearContinuation: true });
+    else if (c === "\x03") {
+      this.#reset({ clearContinuation: true });
+      // bash drops the line only once it handles the SIGINT: keys that reach it first are added to the line it
+      // redraws (and its first character is lost, so `#rm -rf /` runs uncommented). The keys after a Ctrl+C wait
+      // until the shell has answered it.
+      this.#flush();
+      return within(this.#options.settled(), this.#echoWaitMs).then(() => {});
+    }
     // Tab, Ctrl+R, Ctrl+P, Ctrl+Y...: the shell's line now differs from what was typed.
     else if (c < " ") this.#edited = true;
     else {
@@ -298,23 +311,38 @@ export class InputGuard {
   /**
    * Esc v: in vi's command mode it runs the line through $VISUAL, in emacs mode
    * (Alt+v) bash does nothing and the line stays. So the line is checked before
-   * the v goes but does not end. Blocked, the v is withheld and nothing is sent
-   * in its place: after the Esc the shell reads the next key as part of it (in
-   * zsh Esc A would run the line), so no wipe is safe. The line stays marked
-   * edited either way, so its Enter is checked against the screen.
+   * the v goes but does not end. Blocked, the v is withheld and Ctrl+G goes in
+   * its place: after the Esc the shell reads the next key as part of it (in
+   * zsh Esc A would run the line), so no wipe is safe, but Esc Ctrl+G is an
+   * abort everywhere (readline's abort, zsh's send-break), which also drops a
+   * numeric argument (Esc 1) still waiting, and any key the user sends next is
+   * then a key of its own. The line stays marked edited either way, so its
+   * Enter is checked against the screen.
    */
   #guardEditAndExecute(key: string): Promise<void> | undefined {
-    return whenJudged(this.#judge(), ([verdict, line]) => {
+    const insertComment = key === "#";
+    return whenJudged(this.#judge({ uncommented: insertComment }), ([verdict, line]) => {
       if (this.#closed) return;
-      if (!verdict.blocked) return this.#options.forward(key);
+      if (!verdict.blocked) {
+        this.#options.forward(key);
+        // insert-comment accepted the line: what follows is a new one, known from the screen only.
+        if (insertComment) this.#reset({ clearContinuation: true });
+        this.#edited ||= insertComment;
+        return;
+      }
+      this.#options.forward(ABORT_KEY);
       this.#reset({ clearContinuation: false });
       this.#edited = true;
       this.#options.onBlocked(verdict.reason, line);
     });
   }
 
-  /** The verdict on the line as it stands: at once for plain typing, once the screen settled for an edited line. */
-  #judge(): Judgement | Promise<Judgement> {
+  /**
+   * The verdict on the line as it stands: at once for plain typing, once the
+   * screen settled for an edited line. `uncommented`: read it also with its
+   * leading `#` taken off, as insert-comment with an argument runs it.
+   */
+  #judge({ uncommented = false } = {}): Judgement | Promise<Judgement> {
     this.#flush();
     const typed = this.#continued + this.#buffer;
     if (this.#overflow || this.#continued.length > MAX_CONTINUED_CHARS) return [{ blocked: true, reason: "line too long to screen" }, typed];
@@ -327,12 +355,12 @@ export class InputGuard {
     // A paste carries line-edit keys literally, but a reader without readline (dash, bash --noediting)
     // gets them in cooked mode, where the tty applies them: check the line as both would read it.
     const readings = [...new Set(lines.flatMap((line) => [line, applyLineEdits(line)]))];
-    if (!this.#edited || this.#options.fullScreen?.()) return this.#firstBlocked(readings, typed);
-    return this.#screenEdited(typed, readings);
+    if (!this.#edited || this.#options.fullScreen?.()) return this.#firstBlocked(withUncommented(readings, uncommented), typed);
+    return this.#screenEdited(typed, readings, uncommented);
   }
 
   /** Check what was typed and what the screen shows, once the shell's echo has arrived. */
-  async #screenEdited(typed: string, readings: string[]): Promise<[LineVerdict, string]> {
+  async #screenEdited(typed: string, readings: string[], uncommented: boolean): Promise<[LineVerdict, string]> {
     await within(this.#options.settled(), this.#echoWaitMs);
     const read = await within(this.#options.currentLine(), this.#screenReadLimitMs);
     // Fail closed: an edited line is only known from the screen.
@@ -343,7 +371,7 @@ export class InputGuard {
     // read it from the prompts at the start of each of those as well, nearest first.
     const commands = promptSuffixes(screen);
     for (let i = before.length - 1; i >= 0; i--) commands.push(...promptSuffixes(before.slice(i).join("") + screen, before[i]!.length));
-    return this.#firstBlocked([...readings, screen, ...commands.map((s) => this.#continued + s)], typed);
+    return this.#firstBlocked(withUncommented([...readings, screen, ...commands.map((s) => this.#continued + s)], uncommented), typed);
   }
 
   /** The first reading of a line that is blocked, or "allowed" for `typed`. */
@@ -371,6 +399,12 @@ export class InputGuard {
     }
     this.#options.forward(terminator);
     if (keepLine) return undefined;
+    if (terminator === "\x0f") {
+      // Ctrl+O (operate-and-get-next) runs the line and puts the next one from history on the prompt.
+      this.#reset({ clearContinuation: true });
+      this.#edited = true;
+      return undefined;
+    }
     let backslashes = 0;
     while (this.#buffer[this.#buffer.length - 1 - backslashes] === "\\") backslashes++;
     const typed = this.#continued + this.#buffer;
@@ -401,6 +435,11 @@ export class InputGuard {
     this.#out = "";
     this.#options.forward(out);
   }
+}
+
+/** `readings`, and when `uncommented` each with its leading `#`s (and the blanks before them) taken off. */
+function withUncommented(readings: string[], uncommented: boolean): string[] {
+  return uncommented ? [...readings, ...readings.map((line) => line.replace(/^\s*#+/, ""))] : readings;
 }
 
 /** A verdict and the reading of the line it is about. */

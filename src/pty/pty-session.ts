@@ -212,6 +212,8 @@ export class PtySession {
       protectedPaths: this.options.protectedPaths,
       // Pasted image paths point into scratch, which lives inside the protected data dir.
       allowedPaths: [this.options.scratch.path],
+      // So `~/…` and `$HOME/…` name what they name to the shell: a data dir under the home is still protected.
+      home: this.options.launch.env.HOME,
       // In a full-screen app the cursor line is the editor's, not a shell command. The output alone cannot say
       // so (`printf '\e[?1049h'` at the prompt): only a program the kernel says is not a shell is trusted to be one.
       fullScreen: () => this.mirror.fullScreen && shellInForeground(this.#process.pid, this.options.launch.argv[0] ?? "") === false,

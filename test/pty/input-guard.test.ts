@@ -69,7 +69,19 @@ describe("plain typing", () => {
     await h.guard.push("rm -rf ./build\x17/\r"); // Ctrl+W rubs out "./build"
     await h.guard.push("rm -rf /\x03\r"); // Ctrl+C abandons the line
     expect(h.blocked.map((b) => b.line)).toEqual(["rm -rf /", "rm -rf /"]);
-    expect(h.settledCalls()).toBe(0);
+    // Only the Ctrl+C waited for the shell (see below); no Enter did.
+    expect(h.settledCalls()).toBe(1);
+  });
+
+  test("keys after a Ctrl+C wait until the shell has answered it: bash adds keys that reach it first to the line it drops", async () => {
+    const answered = deferred();
+    const h = harness({ settled: () => answered.promise });
+    const pushed = h.guard.push("#rm -rf /\x03x\r");
+    await Bun.sleep(5);
+    expect(h.pty()).toBe("#rm -rf /\x03");
+    answered.resolve();
+    await pushed;
+    expect(h.pty()).toBe("#rm -rf /\x03x\r");
   });
 
   test("a typed character past ASCII sends the line to the screen: outside a UTF-8 locale readline may take its bytes as Meta keys", async () => {
@@ -269,18 +281,42 @@ describe("lines the shell edited (history, completion, search)", () => {
 });
 
 describe("lines run without Enter, lines typed elsewhere, and a closed view", () => {
-  test("Esc v (vi's edit-and-execute) is checked before its v goes: a blocked line gets nothing after the Esc, and stays checked on the screen", async () => {
+  test("Esc v (vi's edit-and-execute) is checked before its v goes: a blocked line gets only an abort after the Esc, and stays checked on the screen", async () => {
     const h = harness();
     h.screen.line = "% rm -rf /";
     await h.guard.push("rm -rf /");
     await h.guard.push("\x1b");
     await h.guard.push("v");
     expect(h.blocked.map((b) => b.reason)).toEqual(["recursive delete of /"]);
-    // The Esc already reached the shell, which reads the next key with it (zsh's Esc A runs the line): no wipe follows.
-    expect(h.pty()).toBe("rm -rf /\x1b");
+    // The Esc already reached the shell, which reads the next key with it (zsh's Esc A runs the line): no wipe follows,
+    // only Ctrl+G, an abort to every shell, so the user's next key is a key of its own.
+    expect(h.pty()).toBe("rm -rf /\x1b\x07");
     await h.guard.push("\r");
     expect(h.blocked).toHaveLength(2);
-    expect(h.pty()).toBe("rm -rf /\x1b" + LINE_KILL);
+    expect(h.pty()).toBe("rm -rf /\x1b\x07" + LINE_KILL);
+  });
+
+  test("Esc # (insert-comment, which accepts the line, and with Esc 1 first takes its # off) is checked, uncommented, before its # goes", async () => {
+    const h = harness();
+    h.screen.line = "$ #rm -rf /";
+    await h.guard.push("#rm -rf /\x1b1\x1b#");
+    expect({ pty: h.pty(), blocked: h.blocked.map((b) => b.reason) }).toEqual({ pty: "#rm -rf /\x1b1\x1b\x07", blocked: ["recursive delete of /"] });
+    // Allowed, the # goes, and the line after it is a new one, judged by the screen.
+    const allowed = harness();
+    allowed.screen.line = "$ #ls";
+    await allowed.guard.push("#ls\x1b#");
+    allowed.screen.line = "$ cat /etc/shadow";
+    await allowed.guard.push("\r");
+    expect({ pty: allowed.pty(), blocked: allowed.blocked.map((b) => b.reason) }).toEqual({ pty: "#ls\x1b#" + LINE_KILL, blocked: ["access to the password hashes (/etc/shadow)"] });
+  });
+
+  test("Ctrl+O runs the line and puts the next history line on the prompt: the Enter after it is judged by the screen", async () => {
+    const h = harness();
+    h.screen.line = "$ ls";
+    await h.guard.push("ls\x0f");
+    h.screen.line = "$ rm -rf /";
+    await h.guard.push("\r");
+    expect({ pty: h.pty(), blocked: h.blocked.map((b) => b.reason) }).toEqual({ pty: "ls\x0f" + LINE_KILL, blocked: ["recursive delete of /"] });
   });
 
   test("Esc v allowed (in emacs mode Alt+v is unbound and the line stays) forwards the v and leaves the next Enter checked against the screen", async () => {
@@ -298,7 +334,7 @@ describe("lines run without Enter, lines typed elsewhere, and a closed view", ()
     const h = harness();
     h.screen.line = "$ echo $(rm -rf /)";
     await h.guard.push("echo $(rm -rf /)\x1b\x05");
-    expect({ pty: h.pty(), blocked: h.blocked.map((b) => b.reason) }).toEqual({ pty: "echo $(rm -rf /)\x1b", blocked: ["recursive delete of /"] });
+    expect({ pty: h.pty(), blocked: h.blocked.map((b) => b.reason) }).toEqual({ pty: "echo $(rm -rf /)\x1b\x07", blocked: ["recursive delete of /"] });
     const allowed = harness();
     allowed.screen.line = "$ echo $(date)";
     await allowed.guard.push("echo $(date)\x1b\x05");

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
 import type { TerminalClient } from "../helpers/terminal-client.ts";
@@ -379,5 +380,125 @@ describe("line-buffered input screening", () => {
     // The Esc reached bash, which reads the next key with it: Ctrl+G (abort) ends it, Ctrl+U clears the line.
     terminal.type("\x07\x15");
     await expectBlockedNeverRan(terminal, marker);
+  });
+});
+
+describe("lines that would run past the screen", () => {
+  test("in vi mode a blocked line is not wiped (Ctrl+E is self-insert there), and the next bare Enter runs it", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "vi-wipe-ran");
+    await runAndSee(terminal, "set -o vi; echo ready-$((1+1))", "ready-2");
+    terminal.type(`touch ${marker}; cat /etc/shadow > /dev/null`);
+    await terminal.sees("/etc/shadow");
+    // Home moves the cursor to the start of the line (vi insert mode keeps it there); the Enter is refused.
+    terminal.type("\x1b[H");
+    await Bun.sleep(ECHO_WAIT_MS);
+    terminal.type("\r");
+    await terminal.control("blocked");
+    // The user presses Enter again on what looks like an empty line to the guard.
+    await Bun.sleep(ECHO_WAIT_MS);
+    terminal.type("\r");
+    await Bun.sleep(ECHO_WAIT_MS + 300);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("insert-comment with a numeric argument (Esc 1 Esc #) uncomments the line and runs it with no Enter: it is checked first", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "insert-comment-ran");
+    await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
+    terminal.type(`#touch ${marker}; cat /etc/shadow > /dev/null`);
+    await terminal.sees("/etc/shadow");
+    terminal.type("\x1b1\x1b#");
+    await terminal.control("blocked");
+    // Blocked, the # is withheld and the line stays (any key after the Esc would be read with it): Ctrl+C drops it.
+    terminal.type("\x03");
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect({ ran: existsSync(marker), blocked: terminal.controls.some((c) => c.type === "blocked") }).toEqual({ ran: false, blocked: true });
+  });
+
+  test("keys sent with a Ctrl+C are not added to the line it drops (bash would run `#touch …` uncommented)", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "after-ctrl-c-ran");
+    await runAndSee(terminal, "echo ready-$((1+1))", "ready-2");
+    terminal.type(`#touch ${marker}; `);
+    await terminal.sees(marker);
+    // One frame: bash handles the SIGINT after it read the rest, which it would add to the redrawn line, eating its #.
+    terminal.type("\x03echo after-$((6*7))\r");
+    await terminal.sees("after-42");
+    await runAndSee(terminal, "echo later-$((7*7))", "later-49");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("Ctrl+O (operate-and-get-next) leaves the next history line on the prompt: its Enter is checked against the screen", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const dir = world.tempDir("marker");
+    const marker = join(dir, "operate-and-get-next-ran");
+    const history = join(dir, "history");
+    writeFileSync(history, `echo first-$((1+1))\ntouch ${marker}; cat /etc/shadow > /dev/null\n`);
+    await runAndSee(terminal, `history -r ${history}; echo ready-$((1+1))`, "ready-2");
+    // Up twice reaches "echo first…"; Ctrl+O runs it (checked: harmless) and puts the line after it on the prompt.
+    terminal.type("\x1b[A");
+    await terminal.sees(/ready-2[\s\S]*\/etc\/shadow/);
+    terminal.type("\x1b[A");
+    await Bun.sleep(ECHO_WAIT_MS);
+    terminal.type("\x0f");
+    await terminal.sees("first-2");
+    await Bun.sleep(ECHO_WAIT_MS);
+    terminal.type("\r");
+    await Bun.sleep(ECHO_WAIT_MS + 300);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect({ ran: existsSync(marker), blocked: terminal.controls.some((c) => c.type === "blocked") }).toEqual({ ran: false, blocked: true });
+  });
+
+  test("a line recalled from history under a prompt ending in '→ ' is judged by its command, not by the prompt's first word", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "arrow-prompt-ran");
+    await runAndSee(terminal, "PS1='→ '; echo ready-$((1+1))", "ready-2");
+    // Into history as a comment (allowed), then recalled, its `#` removed (Home, Delete), and run.
+    await runAndSee(terminal, `#printenv HATCH_SECRET_KEY; touch ${marker}`, "→ ");
+    terminal.type("\x1b[A");
+    await Bun.sleep(ECHO_WAIT_MS);
+    terminal.type("\x01\x1b[3~\r");
+    await Bun.sleep(ECHO_WAIT_MS + 300);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect({ ran: existsSync(marker), blocked: terminal.controls.some((c) => c.type === "blocked") }).toEqual({ ran: false, blocked: true });
+  });
+
+  test("code handed to the shell through PROMPT_COMMAND is screened as eval's is (the create body refuses the same variable)", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "prompt-command-ran");
+    // `eval 'printenv HATCH_SECRET_KEY'` is refused; the same text in PROMPT_COMMAND runs at the next prompt.
+    terminal.type(`PROMPT_COMMAND='printenv HATCH_SECRET_KEY; touch ${marker}'\r`);
+    await Bun.sleep(ECHO_WAIT_MS + 300);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect({ ran: existsSync(marker), blocked: terminal.controls.some((c) => c.type === "blocked") }).toEqual({ ran: false, blocked: true });
+  });
+});
+
+describe("the session's home", () => {
+  test("a data dir inside the home is protected when named through ~ as when named in full", async () => {
+    const home = mkdtempSync(join(tmpdir(), "hatch-home-"));
+    try {
+      const dataDir = join(home, "hatch", "data");
+      await using world = await startWorld({ HATCH_DATA_DIR: dataDir }, { baseEnv: { ...process.env, HOME: home } });
+      const { terminal } = await ownerAtContainerRoot(world);
+      const marker = join(world.tempDir("marker"), "home-data-ran");
+      // In full it is refused.
+      terminal.type(`ls ${dataDir} > /dev/null\r`);
+      expect((await terminal.control("blocked")).reason).toBe("access to a protected hatch directory");
+      terminal.type(`touch ${marker}; ls ~/hatch/data > /dev/null\r`);
+      await Bun.sleep(ECHO_WAIT_MS + 300);
+      await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+      expect({ ran: existsSync(marker), blocked: terminal.controls.filter((c) => c.type === "blocked").length }).toEqual({ ran: false, blocked: 2 });
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
