@@ -68,13 +68,15 @@ export class Audit {
    * change that was kept. `change` must be synchronous (a transaction cannot
    * span an await) and write only to the database; work outside it (a
    * process killed, a token shown) goes after. Inside another transaction it
-   * is a savepoint of it.
+   * is a savepoint of it. An entry of null (the change turned out to need
+   * none) writes nothing.
    */
-  recorded<T>(change: () => T, entry: AuditEntryInput | ((result: T) => AuditEntryInput)): T {
+  recorded<T>(change: () => T, entry: AuditEntryInput | null | ((result: T) => AuditEntryInput | null)): T {
     return this.db.$client
       .transaction(() => {
         const result = change();
-        this.write(typeof entry === "function" ? entry(result) : entry);
+        const written = typeof entry === "function" ? entry(result) : entry;
+        if (written) this.write(written);
         return result;
       })
       .immediate();

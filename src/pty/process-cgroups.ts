@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from "node:fs";
-import { readFile, rmdir, writeFile } from "node:fs/promises";
+import { existsSync, mkdirSync, readdirSync, readFileSync, realpathSync, rmdirSync } from "node:fs";
+import { readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { unavailable } from "../platform/index.ts";
@@ -72,7 +72,8 @@ export async function openProcessCgroups(options: ProcessCgroupsOptions): Promis
   const log = options.log ?? ((line: string) => console.warn(line));
   const own = options.ownCgroup === undefined ? ownCgroupDir() : options.ownCgroup;
   if (own === null) return noCgroups("this host has no cgroup v2 hierarchy for the service's cgroup");
-  const dir = join(own, `hatch-${createHash("sha256").update(options.dataDir).digest("hex").slice(0, 16)}`);
+  // Named after the directory itself, not the path it was given by: a data dir reached through a symlink is the same one.
+  const dir = join(own, `hatch-${createHash("sha256").update(realPathOf(options.dataDir)).digest("hex").slice(0, 16)}`);
   try {
     mkdirSync(dir, { recursive: true });
   } catch (error) {
@@ -120,18 +121,36 @@ async function clear(dir: string, whose: string, log: (line: string) => void): P
   if (names.length === 0) return;
   // One write ends the whole subtree, leaf by leaf as the kernel walks it.
   if (!(await killAndWait(dir, log))) return;
-  for (const name of names) {
-    await rmdir(join(dir, name)).catch((error: NodeJS.ErrnoException) => log(`hatch: cannot remove the cgroup ${join(dir, name)}: ${error.message}`));
-  }
+  for (const name of names) await removeTree(join(dir, name), log);
   log(`hatch: ended the processes of ${names.length} sessions or runs ${whose} ${dir}`);
 }
 
 /** Kill a leaf's processes and remove it; what cannot be removed is logged, and the next close or start tries again. */
 async function killAndRemove(path: string, log: (line: string) => void): Promise<void> {
   if (!(await killAndWait(path, log))) return;
+  await removeTree(path, log);
+}
+
+/**
+ * Remove a cgroup and the cgroups its programs made below it (a bare session
+ * may: a nested hatch, `systemd-run`), deepest first: a cgroup with children
+ * cannot be removed. Once killed they hold no process.
+ */
+async function removeTree(path: string, log: (line: string) => void): Promise<void> {
+  const children = await readdir(path, { withFileTypes: true }).catch(() => []);
+  for (const child of children) if (child.isDirectory()) await removeTree(join(path, child.name), log);
   await rmdir(path).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "ENOENT") log(`hatch: cannot remove the cgroup ${path}: ${error.message}`);
   });
+}
+
+/** The data dir's real path; the path as given when it cannot be resolved. */
+function realPathOf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
 }
 
 /** Write cgroup.kill and wait until `populated 0`; false if it did not empty in time. */

@@ -30,8 +30,11 @@ export interface RunExecutionDeps {
   now(): number;
   /** True while the server shuts down: an abort then means "stopped", not "cancelled". */
   stopping(): boolean;
-  /** Run `work` after `delayMs` (an outcome the database refused, tried again); at a stop, at once, and then never again. */
-  later(delayMs: number, work: () => void): void;
+  /**
+   * Try the outcome of run `runId` the database refused again after `delayMs`
+   * (`recordOutcome`); at a stop, and at a cancel of the run, at once.
+   */
+  recordLater(runId: string, delayMs: number, work: () => void): void;
 }
 
 /**
@@ -95,8 +98,8 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
   const workflow = run && deps.workflows.get(run.workflowId);
   if (!run || !workflow || (run.status !== "queued" && run.status !== "waiting-retry")) return;
   const refusal = startRefusal(deps, workflow);
-  if (refusal) return void record(deps, run, workflow, refusal);
-  if (signal.aborted) return void record(deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
+  if (refusal) return void recordOutcome(deps, run, workflow, refusal);
+  if (signal.aborted) return void recordOutcome(deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
   try {
     if (!deps.runs.markRunning(runId)) return;
   } catch (error) {
@@ -107,7 +110,7 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
   deps.bus.publish({ type: "status", run: runRef(run), status: "running" });
   const ended = await turnOutcome(deps, run, workflow, signal);
   if ("retryAfterMs" in ended) return ended;
-  record(deps, run, workflow, ended.outcome, ended.tokensUsed);
+  recordOutcome(deps, run, workflow, ended.outcome, ended.tokensUsed);
 }
 
 /** Run the turn and say how it ended, or when to try it again; the outcome is recorded by the caller. */
@@ -146,13 +149,13 @@ async function turnOutcome(deps: RunExecutionDeps, run: Run, workflow: Workflow,
  * `running` would otherwise stay so until the next start, and a schedule,
  * which waits for its last run, would not fire until then either.
  */
-function record(deps: RunExecutionDeps, run: Run, workflow: Workflow, outcome: RunOutcome, tokensUsed = 0, attempt = 0): void {
+export function recordOutcome(deps: RunExecutionDeps, run: Run, workflow: Pick<Workflow, "createdBy"> | null, outcome: RunOutcome, tokensUsed = 0, attempt = 0): void {
   try {
     finish(deps, run, workflow, outcome, tokensUsed);
   } catch (error) {
     const delay = OUTCOME_RETRY_MS[Math.min(attempt, OUTCOME_RETRY_MS.length - 1)]!;
     console.error(`hatch: cannot record how run ${run.id} ended (${(error as Error).message}); trying again in ${delay / 1000} s`);
-    deps.later(delay, () => record(deps, run, workflow, outcome, tokensUsed, attempt + 1));
+    deps.recordLater(run.id, delay, () => recordOutcome(deps, run, workflow, outcome, tokensUsed, attempt + 1));
   }
 }
 
@@ -229,14 +232,21 @@ function describe(error: unknown): string {
   return `The runner failed unexpectedly: ${(error as Error)?.message ?? String(error)}`;
 }
 
-/** Record an outcome on the row (and the audit log for failures), then publish it. */
+/**
+ * Record an outcome on the row, with a failure's audit entry in the same
+ * transaction (refused, neither is kept, and both are tried again), then
+ * publish it.
+ */
 export function finish(deps: Pick<RunExecutionDeps, "runs" | "bus" | "platform" | "limits">, run: Run, workflow: Pick<Workflow, "createdBy"> | null, outcome: RunOutcome, tokensUsed = 0): void {
-  const finished = deps.runs.finish(run.id, { ...rowEnd(outcome), tokensUsed });
+  const finished = deps.platform.audit.recorded(
+    () => deps.runs.finish(run.id, { ...rowEnd(outcome), tokensUsed }),
+    (row) =>
+      row && outcome.kind === "failed"
+        ? { action: "workflow.run.failed", userId: workflow?.createdBy ?? null, projectId: run.projectId, target: run.id, detail: { workflowId: run.workflowId, error: outcome.error } }
+        : null,
+  );
   if (!finished) return;
   if (tokensUsed > 0) deps.limits.record(run.projectId, run.queuedAt, { tokens: tokensUsed });
-  if (outcome.kind === "failed") {
-    deps.platform.audit.write({ action: "workflow.run.failed", userId: workflow?.createdBy ?? null, projectId: run.projectId, target: run.id, detail: { workflowId: run.workflowId, error: outcome.error } });
-  }
   deps.bus.publish({ type: "finished", run: runRef(run), outcome });
 }
 

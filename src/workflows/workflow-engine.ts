@@ -1,7 +1,7 @@
 import { badRequest, conflict, HatchError, notFound } from "../platform/index.ts";
 import { creatorFireRefusal } from "./access.ts";
 import type { RunListener } from "./run-bus.ts";
-import { CreatorAccessLost, creatorRefusal, executeRun, finish, STOPPED_ERROR, type RunExecutionDeps } from "./run-execution.ts";
+import { CreatorAccessLost, creatorRefusal, executeRun, finish, recordOutcome, STOPPED_ERROR, type RunExecutionDeps } from "./run-execution.ts";
 import type { RunSource } from "./run-source.ts";
 import { FINISHED_STATUSES, type Run, type TriggerKindOfRun } from "./runs.ts";
 import type { Triggers } from "./triggers.ts";
@@ -40,7 +40,7 @@ export interface MessageFire {
 }
 
 /** Collaborators of the engine: everything a run's execution needs, plus the pool and triggers. */
-export interface WorkflowEngineOptions extends Omit<RunExecutionDeps, "stopping" | "later"> {
+export interface WorkflowEngineOptions extends Omit<RunExecutionDeps, "stopping" | "recordLater"> {
   pool: WorkerPool;
   triggers: Triggers;
 }
@@ -53,10 +53,10 @@ export interface WorkflowEngineOptions extends Omit<RunExecutionDeps, "stopping"
  */
 export class WorkflowEngine implements AsyncDisposable {
   #stopping = false;
-  /** Set once the pool has stopped: nothing is put off any more (see `#later`). */
+  /** Set once the pool has stopped: nothing is put off any more (see `#recordLater`). */
   #stopped = false;
-  /** Work put off by `later`, by its timer. */
-  readonly #delayed = new Map<ReturnType<typeof setTimeout>, () => void>();
+  /** Outcomes the database refused, by run: the next try and its timer. */
+  readonly #unrecorded = new Map<string, { timer: ReturnType<typeof setTimeout>; work: () => void }>();
   readonly #deps: RunExecutionDeps;
   /**
    * Schedules refused for a spent budget and not accepted since, by workflow and
@@ -66,7 +66,7 @@ export class WorkflowEngine implements AsyncDisposable {
   readonly #refusedSchedules = new Map<string, Set<string>>();
 
   constructor(private readonly options: WorkflowEngineOptions) {
-    this.#deps = { ...options, stopping: () => this.#stopping, later: (delayMs, work) => this.#later(delayMs, work) };
+    this.#deps = { ...options, stopping: () => this.#stopping, recordLater: (runId, delayMs, work) => this.#recordLater(runId, delayMs, work) };
   }
 
   /**
@@ -116,16 +116,28 @@ export class WorkflowEngine implements AsyncDisposable {
     const run = runs.get(runId);
     if (!run) throw notFound("run_not_found", `Cannot find run "${runId}"`);
     if (FINISHED_STATUSES.includes(run.status)) throw conflict("run_finished", `Cannot cancel run "${runId}": it already ${run.status}`);
+    // Its turn is over and only its outcome waits to be written (or an earlier cancel's): try that now, not the cancel.
+    if (this.#recordNow(runId)) return this.#afterRefusedOutcome(runId);
     const finished = this.#finished(runId);
     if (pool.cancel(runId) !== "aborted") {
-      const workflow = this.options.workflows.get(run.workflowId);
-      finish(this.#deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
+      const workflow = this.options.workflows.get(run.workflowId) ?? null;
+      recordOutcome(this.#deps, run, workflow, { kind: "cancelled-before-start", wasWaitingRetry: run.status === "waiting-retry" });
+      if (this.#unrecorded.has(runId)) throw outcomeNotRecorded(runId);
     }
     await finished;
     const ended = runs.get(runId)!;
     // It finished its turn while the cancel came (its answer already out): the cancel stopped nothing.
     if (ended.status !== "cancelled") throw conflict("run_finished", `Cannot cancel run "${runId}": it already ${ended.status}`);
     return ended;
+  }
+
+  /** A cancel's answer once a refused outcome was tried again: the run as recorded, or 503 while the database still refuses it. */
+  #afterRefusedOutcome(runId: string): Run {
+    const run = this.options.runs.get(runId)!;
+    if (this.#unrecorded.has(runId) || !FINISHED_STATUSES.includes(run.status)) throw outcomeNotRecorded(runId);
+    // The outcome waiting was this cancel's own, asked for before: it is what the caller asked for.
+    if (run.status === "cancelled" && run.cancelled === "before-start") return run;
+    throw conflict("run_finished", `Cannot cancel run "${runId}": it already ${run.status}`);
   }
 
   /**
@@ -187,21 +199,23 @@ export class WorkflowEngine implements AsyncDisposable {
     await this.options.pool[Symbol.asyncDispose]();
     // Outcomes the database refused get one last try while it is open; a run still unrecorded then ends at the next start.
     this.#stopped = true;
-    const pending = [...this.#delayed];
-    this.#delayed.clear();
-    for (const [timer, work] of pending) {
-      clearTimeout(timer);
-      work();
-    }
+    for (const runId of [...this.#unrecorded.keys()]) this.#recordNow(runId);
   }
 
-  #later(delayMs: number, work: () => void): void {
+  #recordLater(runId: string, delayMs: number, work: () => void): void {
     if (this.#stopped) return;
-    const timer = setTimeout(() => {
-      this.#delayed.delete(timer);
-      work();
-    }, delayMs);
-    this.#delayed.set(timer, work);
+    const timer = setTimeout(() => this.#recordNow(runId), delayMs);
+    this.#unrecorded.set(runId, { timer, work });
+  }
+
+  /** Try a refused outcome again now; true when it was one (whether or not the database took it this time). */
+  #recordNow(runId: string): boolean {
+    const pending = this.#unrecorded.get(runId);
+    if (!pending) return false;
+    clearTimeout(pending.timer);
+    this.#unrecorded.delete(runId);
+    pending.work();
+    return true;
   }
 
   /** The checks before a run is recorded: text, workflow, status, then the spend limit (a refusal is audited). */
@@ -269,6 +283,11 @@ export class WorkflowEngine implements AsyncDisposable {
       delayMs,
     );
   }
+}
+
+/** 503: how the run ended (or that it was cancelled) is known, and the database has not taken it yet; it is tried again. */
+function outcomeNotRecorded(runId: string): HatchError {
+  return new HatchError("outcome_not_recorded", 503, `Cannot cancel run "${runId}" now: how it ended could not be recorded yet (the database refused it); it is tried again`);
 }
 
 /**

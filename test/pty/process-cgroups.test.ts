@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openProcessCgroups, type ProcessCgroups } from "../../src/pty/index.ts";
@@ -139,5 +139,55 @@ describe("a cgroup per session or run", () => {
     const old = await openProcessCgroups({ dataDir: "/data", ownCgroup: plain });
     expect({ dir: old.dir, because: old.unavailableBecause }).toEqual({ dir: null, because: "the kernel has no cgroup.kill (Linux 5.14 or later has)" });
     expect(readdirSync(plain)).toEqual([]);
+  });
+
+  test("a data dir reached by another path (a symlink) is the same data dir: the next start still ends what the crashed server left", async () => {
+    const { dataDir } = await openFor();
+    // The first server ran on the data dir through a symlink (HATCH_DATA_DIR=/srv/hatch -> /var/lib/hatch), and crashed mid-session.
+    const link = join(mkdtempSync(join(tmpdir(), "hatch-cgroups-link-")), "data");
+    symlinkSync(dataDir, link);
+    const first = await openProcessCgroups({ dataDir: link });
+    const trace = join(dataDir, "left");
+    await runIn(first.leaf("session-left").enter, `setsid sleep 1000 >/dev/null 2>&1 </dev/null & echo $! > ${trace}`);
+    const left = Number(readFileSync(trace, "utf8"));
+    cleanups.push(
+      () => {
+        try {
+          process.kill(left, "SIGKILL");
+        } catch {}
+      },
+      () => first.close(),
+      () => rmSync(join(link, ".."), { recursive: true, force: true }),
+    );
+    // The next start names the same directory by its real path: the same data dir, the same database, the same claim.
+    const next = await openProcessCgroups({ dataDir });
+    await waitFor(() => !isAlive(left), "the leftover process to end", 2000).catch(() => {});
+    expect({ leftAlive: isAlive(left), sameSubtree: next.dir === first.dir }).toEqual({ leftAlive: false, sameSubtree: true });
+  });
+
+  test("a leaf whose program made cgroups of its own below it (hatch or systemd run in a Container Root tab) is still removed at its end", async () => {
+    const { dataDir, cgroups } = await openFor();
+    const leaf = cgroups.leaf("session-nested");
+    const path = join(cgroups.dir!, "session-nested");
+    const trace = join(dataDir, "nested");
+    // A bare session may write cgroupfs: its program sorts what it starts into cgroups below its own, as a nested hatch does.
+    await runIn(leaf.enter, `mkdir ${path}/inner; setsid sh -c 'echo 0 > ${path}/inner/cgroup.procs; exec sleep 1000' >/dev/null 2>&1 </dev/null & echo $! > ${trace}; until grep -q inner /proc/$(cat ${trace})/cgroup; do sleep 0.01; done`);
+    const pid = Number(readFileSync(trace, "utf8"));
+    cleanups.push(() => {
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {}
+      for (const dir of [join(path, "inner"), path]) {
+        try {
+          rmdirSync(dir);
+        } catch {}
+      }
+    });
+    await leaf.end();
+    await waitFor(() => !isAlive(pid), "the nested process to end", 2000).catch(() => {});
+    const afterEnd = leaves(cgroups);
+    // And at the server's stop the subtree goes.
+    await cgroups.close();
+    expect({ alive: isAlive(pid), leavesAfterEnd: afterEnd, subtreeAfterStop: existsSync(cgroups.dir!) }).toEqual({ alive: false, leavesAfterEnd: [], subtreeAfterStop: false });
   });
 });

@@ -371,4 +371,75 @@ describe("the life of a run", () => {
     using reader = new Database(join(world.config.dataDir, DATABASE_FILE), { readonly: true });
     expect(reader.query("SELECT status, error FROM workflow_runs").all()).toEqual([{ status: "succeeded", error: null }]);
   });
+  test("a cancel while a finished run's outcome waits to be recorded does not rewrite it as cancelled before it started", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status IN ('succeeded', 'failed', 'cancelled') BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
+    const logged: string[] = [];
+    const quiet = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
+    try {
+      const workflow = await commandWorkflow(member, "echo tick", { mode: "fresh" });
+      const { token } = await issueToken(member.client, workflow.id);
+      const { runId } = (await fire(world, workflow.id, token)).body;
+      // The command ran and answered; its outcome (succeeded) was refused twice, and waits 5 s for its next try.
+      await waitFor(() => logged.some((line) => line.includes(`cannot record how run ${runId} ended (database is locked); trying again in 5 s`)), "a second refusal");
+      // The database takes writes again (the lock is released); the run still shows running, and someone cancels it.
+      world.hatch.sqlite.exec("DROP TRIGGER refused");
+      const cancelled = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+      const run = await waitForRun(member.client, workflow.id, runId);
+      // The cancel stopped nothing: the run had finished its turn, as a cancel landing after the answer is answered.
+      expect({ cancel: cancelled.status, status: run.status, cancelled: run.cancelled ?? null, answers: answers(run) }).toEqual({ cancel: 409, status: "succeeded", cancelled: null, answers: ["tick"] });
+    } finally {
+      quiet.mockRestore();
+    }
+  });
+  test("a cancel of a queued run that the database refuses to record answers 503, and is recorded once the database takes it: the run never starts", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    // One-thread runs of a workflow run one at a time: the second waits in the pool's queue behind the first.
+    const workflow = await commandWorkflow(member, "sleep 1; echo tick", { mode: "one-thread" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const first = (await fire(world, workflow.id, token)).body.runId as string;
+    const second = (await fire(world, workflow.id, token)).body.runId as string;
+    await waitForRun(member.client, workflow.id, first, (run) => run.status === "running");
+    // The database refuses writes for a moment (a lock held past the busy timeout) just as the queued run is cancelled.
+    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status = 'cancelled' BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
+    const quiet = spyOn(console, "error").mockImplementation(() => {});
+    let cancel: number;
+    try {
+      cancel = (await member.client.post(`/api/workflows/${workflow.id}/runs/${second}/cancel`)).status;
+    } finally {
+      world.hatch.sqlite.exec("DROP TRIGGER refused");
+      quiet.mockRestore();
+    }
+    await waitForRun(member.client, workflow.id, first);
+    // The database takes writes again: the cancel is recorded at its next try, as a run's outcome is.
+    const ended = await waitFor(async () => {
+      const run = (await member.client.get(`/api/workflows/${workflow.id}/runs/${second}`)).body as Run;
+      return isFinished(run) ? run : null;
+    }, "the cancelled run to end", 8000);
+    expect({ cancel, status: ended.status, cancelled: ended.cancelled, answers: answers(ended) }).toEqual({ cancel: 503, status: "cancelled", cancelled: "before-start", answers: [] });
+  });
+  test("a failed run whose audit entry the database refused once gets it when the outcome is tried again", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    // The row's update fits in place; the audit entry needs a new page and the disk is full (or the lock came back between the two writes).
+    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE INSERT ON audit_log WHEN NEW.action = 'workflow.run.failed' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+    const logged: string[] = [];
+    const quiet = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
+    try {
+      const workflow = await commandWorkflow(member, "echo broken >&2; exit 3", { mode: "fresh" });
+      const { token } = await issueToken(member.client, workflow.id);
+      const { runId } = (await fire(world, workflow.id, token)).body;
+      await waitFor(() => logged.some((line) => line.includes(`cannot record how run ${runId} ended (database or disk is full); trying again in 1 s`)), "the outcome to be refused");
+      world.hatch.sqlite.exec("DROP TRIGGER refused");
+      // The row and its entry are one write: refused, neither was kept, and the retry a second later writes both.
+      const audited = () => countRows(world, "audit_log", "action = 'workflow.run.failed' AND target = ?", runId);
+      await waitFor(() => audited() > 0, "the failure's audit entry");
+      const run = await waitForRun(member.client, workflow.id, runId);
+      expect({ status: run.status, audited: audited() }).toEqual({ status: "failed", audited: 1 });
+    } finally {
+      quiet.mockRestore();
+    }
+  });
 });
