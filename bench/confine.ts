@@ -1,7 +1,9 @@
 /**
  * Confinement start-up cost: time from spawn to the first output byte, for a
  * bare `bash -c true` (to exit), unconfined bash, Landlock alone and
- * Landlock+bwrap, through pipes and through a real PTY (first prompt byte).
+ * Landlock+bwrap, through pipes and through a real PTY (first prompt byte);
+ * and the PTY cases again entering a cgroup of their own first, as every
+ * session does where the host gives hatch cgroups (the leaf's mkdir counted).
  * Target: confinement adds under 150 ms.
  *
  * Run: ./node_modules/.bin/bun bench/confine.ts [runs]
@@ -10,6 +12,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type ConfinementMode, defaultLandlockHelper, planConfinedCommand, probeConfinement } from "../src/confine/index.ts";
+import { openProcessCgroups } from "../src/pty/index.ts";
 
 /** Enough runs for a stable median and a meaningful p95 on a 2-core machine. */
 const DEFAULT_RUNS = 20;
@@ -57,8 +60,7 @@ async function timeToFirstByte(l: Launch): Promise<number> {
   return elapsed;
 }
 
-async function timeToPrompt(l: Launch): Promise<number> {
-  const start = performance.now();
+async function timeToPrompt(l: Launch, start = performance.now()): Promise<number> {
   let first = 0;
   let seen: () => void = () => {};
   const prompted = new Promise<void>((resolve) => (seen = resolve));
@@ -101,10 +103,28 @@ for (const mode of modes) {
   rows.push({ name: `${mode}: bash -i, first prompt byte (PTY)`, ...r, baseline: ptyBase });
 }
 
+const cgroups = await openProcessCgroups({ dataDir: base });
+if (cgroups.dir === null) console.warn(`no cgroups here (${cgroups.unavailableBecause}): the cgroup rows are skipped`);
+else {
+  let leaves = 0;
+  for (const mode of modes) {
+    const r = await measure(async () => {
+      const start = performance.now();
+      const leaf = cgroups.leaf(`bench-${leaves++}`);
+      const l = launch(mode, interactive);
+      const first = await timeToPrompt({ ...l, argv: leaf.enter(l.argv) }, start);
+      await leaf.end();
+      return first;
+    });
+    rows.push({ name: `${mode} in a cgroup: bash -i, first prompt (PTY)`, ...r, baseline: ptyBase });
+  }
+  await cgroups.close();
+}
+
 console.log(`Landlock ABI ${probe.landlockAbi}, bwrap ${probe.bwrapPath ?? "absent"}, ${runs} runs each (+${WARMUP_RUNS} warm-up)`);
-console.log("case".padEnd(48), "median ms".padStart(10), "p95 ms".padStart(8), "added (median)".padStart(15));
+console.log("case".padEnd(56), "median ms".padStart(10), "p95 ms".padStart(8), "added (median)".padStart(15));
 for (const r of rows) {
   const added = r.baseline === undefined ? "" : `+${(r.median - r.baseline).toFixed(1)}`;
-  console.log(r.name.padEnd(48), r.median.toFixed(1).padStart(10), r.p95.toFixed(1).padStart(8), added.padStart(15));
+  console.log(r.name.padEnd(56), r.median.toFixed(1).padStart(10), r.p95.toFixed(1).padStart(8), added.padStart(15));
 }
 rmSync(base, { recursive: true, force: true });
