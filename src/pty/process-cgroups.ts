@@ -121,14 +121,14 @@ async function clear(dir: string, whose: string, log: (line: string) => void): P
   if (names.length === 0) return;
   // One write ends the whole subtree, leaf by leaf as the kernel walks it.
   if (!(await killAndWait(dir, log))) return;
-  for (const name of names) await removeTree(join(dir, name), log);
+  for (const name of names) await removeCgroupTree(join(dir, name), log);
   log(`hatch: ended the processes of ${names.length} sessions or runs ${whose} ${dir}`);
 }
 
 /** Kill a leaf's processes and remove it; what cannot be removed is logged, and the next close or start tries again. */
 async function killAndRemove(path: string, log: (line: string) => void): Promise<void> {
   if (!(await killAndWait(path, log))) return;
-  await removeTree(path, log);
+  await removeCgroupTree(path, log);
 }
 
 /**
@@ -136,9 +136,9 @@ async function killAndRemove(path: string, log: (line: string) => void): Promise
  * may: a nested hatch, `systemd-run`), deepest first: a cgroup with children
  * cannot be removed. Once killed they hold no process.
  */
-async function removeTree(path: string, log: (line: string) => void): Promise<void> {
+async function removeCgroupTree(path: string, log: (line: string) => void): Promise<void> {
   const children = await readdir(path, { withFileTypes: true }).catch(() => []);
-  for (const child of children) if (child.isDirectory()) await removeTree(join(path, child.name), log);
+  for (const child of children) if (child.isDirectory()) await removeCgroupTree(join(path, child.name), log);
   await rmdir(path).catch((error: NodeJS.ErrnoException) => {
     if (error.code !== "ENOENT") log(`hatch: cannot remove the cgroup ${path}: ${error.message}`);
   });

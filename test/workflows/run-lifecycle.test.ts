@@ -10,7 +10,7 @@ import type { Run, RunUpdate } from "../../src/workflows/index.ts";
 import { hatchCli } from "../helpers/cli.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { logIn, startWorld, TEST_PASSWORD } from "../helpers/world.ts";
+import { logIn, startWorld, TEST_PASSWORD, type World } from "../helpers/world.ts";
 import { answers, commandWorkflow, countRows, fire, isAlive, isFinished, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 /** A command that says it started, then works until it is killed. */
@@ -329,71 +329,82 @@ describe("the life of a run", () => {
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
-  test("an outcome the database refuses is recorded, as it was, once it takes writes again: the run does not stay running, and its schedule fires again", async () => {
+});
+
+/** Until `accept()`, the database refuses to record a run's end with these statuses (a lock held past the busy timeout, a full disk). */
+function refuseRunEnds(world: World, statuses = "'succeeded', 'failed', 'cancelled'") {
+  world.hatch.sqlite.exec(`CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status IN (${statuses}) BEGIN SELECT RAISE(ABORT, 'database is locked'); END`);
+  return { accept: () => world.hatch.sqlite.exec("DROP TRIGGER refused") };
+}
+
+/** What the server logs as errors meanwhile (each refusal is logged), kept off the test's output; restored at disposal. */
+function loggedErrors() {
+  const lines: string[] = [];
+  const spy = spyOn(console, "error").mockImplementation((...args: unknown[]) => void lines.push(args.map(String).join(" ")));
+  return Object.assign(lines, { [Symbol.dispose]: () => spy.mockRestore() });
+}
+
+/** Wait until the server logged that it will try run `runId`'s outcome (any run's, for null) again in `seconds`. */
+function refusedUntil(logged: string[], runId: string | null, seconds: number, error = "database is locked") {
+  const said = (line: string) => line.includes(`ended (${error}); trying again in ${seconds} s`) && (runId === null || line.includes(`cannot record how run ${runId} ended`));
+  return waitFor(() => logged.some(said), `a refusal of the outcome, tried again in ${seconds} s`);
+}
+
+describe("an outcome the database refuses", () => {
+  test("is recorded, as it was, once the database takes writes again: the run does not stay running, and its schedule fires again", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
-    // The database refuses to record any run's end for a moment (a lock held past the busy timeout, a full disk).
-    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status IN ('succeeded', 'failed', 'cancelled') BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
-    const logged: string[] = [];
-    const quiet = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
-    try {
-      const workflow = await commandWorkflow(member, "echo tick", { schedule: "* * * * * *", mode: "fresh" });
-      await waitFor(() => logged.some((line) => /cannot record how run \S+ ended \(database is locked\); trying again in 1 s/.test(line)), "the outcome write to be refused");
-      const runs = async () => (await member.client.get(`/api/workflows/${workflow.id}/runs`)).body.runs as Run[];
-      // While it is refused, the run stays running and the schedule waits for it.
-      expect((await runs()).map((run) => run.status)).toEqual(["running"]);
-      world.hatch.sqlite.exec("DROP TRIGGER refused");
-      const first = await waitFor(async () => (await runs()).find((run) => run.number === 1 && isFinished(run)), "the first run's outcome to be recorded");
-      expect({ status: first.status, error: first.error }).toEqual({ status: "succeeded", error: null });
-      expect(answers(await (await member.client.get(`/api/workflows/${workflow.id}/runs/${first.id}`)).body)).toEqual(["tick"]);
-      await waitFor(async () => (await runs()).some((run) => run.number > 1 && run.status === "succeeded"), "the schedule to fire again");
-    } finally {
-      quiet.mockRestore();
-    }
+    const refusal = refuseRunEnds(world);
+    using logged = loggedErrors();
+    const workflow = await commandWorkflow(member, "echo tick", { schedule: "* * * * * *", mode: "fresh" });
+    await refusedUntil(logged, null, 1);
+    const runs = async () => (await member.client.get(`/api/workflows/${workflow.id}/runs`)).body.runs as Run[];
+    // While it is refused, the run stays running and the schedule waits for it.
+    expect((await runs()).map((run) => run.status)).toEqual(["running"]);
+    refusal.accept();
+    const first = await waitFor(async () => (await runs()).find((run) => run.number === 1 && isFinished(run)), "the first run's outcome to be recorded");
+    expect({ status: first.status, error: first.error }).toEqual({ status: "succeeded", error: null });
+    expect(answers(await (await member.client.get(`/api/workflows/${workflow.id}/runs/${first.id}`)).body)).toEqual(["tick"]);
+    await waitFor(async () => (await runs()).some((run) => run.number > 1 && run.status === "succeeded"), "the schedule to fire again");
   });
-  test("an outcome still refused when the server stops gets a last try then, so a stop does not turn a finished run into a stopped one", async () => {
+
+  test("gets a last try when the server stops, so a stop does not turn a finished run into a stopped one", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
-    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status IN ('succeeded', 'failed', 'cancelled') BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
-    const logged: string[] = [];
-    const quiet = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
-    try {
+    const refusal = refuseRunEnds(world);
+    {
+      using logged = loggedErrors();
       const workflow = await commandWorkflow(member, "echo tick", { mode: "fresh" });
       const { token } = await issueToken(member.client, workflow.id);
       const { runId } = (await fire(world, workflow.id, token)).body;
       // Refused twice: the next try is 5 s away when the database takes writes again and the server stops.
-      await waitFor(() => logged.some((line) => line.includes(`cannot record how run ${runId} ended (database is locked); trying again in 5 s`)), "a second refusal");
-      world.hatch.sqlite.exec("DROP TRIGGER refused");
+      await refusedUntil(logged, runId, 5);
+      refusal.accept();
       await world.hatch.stop();
-    } finally {
-      quiet.mockRestore();
     }
     using reader = new Database(join(world.config.dataDir, DATABASE_FILE), { readonly: true });
     expect(reader.query("SELECT status, error FROM workflow_runs").all()).toEqual([{ status: "succeeded", error: null }]);
   });
-  test("a cancel while a finished run's outcome waits to be recorded does not rewrite it as cancelled before it started", async () => {
+
+  test("is tried again by a cancel, which does not rewrite a finished run as cancelled before it started", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
-    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status IN ('succeeded', 'failed', 'cancelled') BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
-    const logged: string[] = [];
-    const quiet = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
-    try {
-      const workflow = await commandWorkflow(member, "echo tick", { mode: "fresh" });
-      const { token } = await issueToken(member.client, workflow.id);
-      const { runId } = (await fire(world, workflow.id, token)).body;
-      // The command ran and answered; its outcome (succeeded) was refused twice, and waits 5 s for its next try.
-      await waitFor(() => logged.some((line) => line.includes(`cannot record how run ${runId} ended (database is locked); trying again in 5 s`)), "a second refusal");
-      // The database takes writes again (the lock is released); the run still shows running, and someone cancels it.
-      world.hatch.sqlite.exec("DROP TRIGGER refused");
-      const cancelled = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
-      const run = await waitForRun(member.client, workflow.id, runId);
-      // The cancel stopped nothing: the run had finished its turn, as a cancel landing after the answer is answered.
-      expect({ cancel: cancelled.status, status: run.status, cancelled: run.cancelled ?? null, answers: answers(run) }).toEqual({ cancel: 409, status: "succeeded", cancelled: null, answers: ["tick"] });
-    } finally {
-      quiet.mockRestore();
-    }
+    const refusal = refuseRunEnds(world);
+    using logged = loggedErrors();
+    const workflow = await commandWorkflow(member, "echo tick", { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const { runId } = (await fire(world, workflow.id, token)).body;
+    // The command ran and answered; its outcome (succeeded) was refused twice, and waits 5 s for its next try.
+    await refusedUntil(logged, runId, 5);
+    // The database takes writes again (the lock is released); the run still shows running, and someone cancels it.
+    refusal.accept();
+    const cancelled = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    const run = await waitForRun(member.client, workflow.id, runId);
+    // The cancel stopped nothing: the run had finished its turn, as a cancel landing after the answer is answered.
+    expect({ cancel: cancelled.status, status: run.status, cancelled: run.cancelled ?? null, answers: answers(run) }).toEqual({ cancel: 409, status: "succeeded", cancelled: null, answers: ["tick"] });
   });
-  test("a cancel of a queued run that the database refuses to record answers 503, and is recorded once the database takes it: the run never starts", async () => {
+
+  test("of a cancel of a queued run answers 503, and is recorded once the database takes it: the run never starts", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
     // One-thread runs of a workflow run one at a time: the second waits in the pool's queue behind the first.
@@ -402,15 +413,13 @@ describe("the life of a run", () => {
     const first = (await fire(world, workflow.id, token)).body.runId as string;
     const second = (await fire(world, workflow.id, token)).body.runId as string;
     await waitForRun(member.client, workflow.id, first, (run) => run.status === "running");
-    // The database refuses writes for a moment (a lock held past the busy timeout) just as the queued run is cancelled.
-    world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE UPDATE OF status ON workflow_runs WHEN NEW.status = 'cancelled' BEGIN SELECT RAISE(ABORT, 'database is locked'); END");
-    const quiet = spyOn(console, "error").mockImplementation(() => {});
+    // The database refuses writes for a moment just as the queued run is cancelled.
     let cancel: number;
-    try {
+    {
+      const refusal = refuseRunEnds(world, "'cancelled'");
+      using _logged = loggedErrors();
       cancel = (await member.client.post(`/api/workflows/${workflow.id}/runs/${second}/cancel`)).status;
-    } finally {
-      world.hatch.sqlite.exec("DROP TRIGGER refused");
-      quiet.mockRestore();
+      refusal.accept();
     }
     await waitForRun(member.client, workflow.id, first);
     // The database takes writes again: the cancel is recorded at its next try, as a run's outcome is.
@@ -420,26 +429,22 @@ describe("the life of a run", () => {
     }, "the cancelled run to end", 8000);
     expect({ cancel, status: ended.status, cancelled: ended.cancelled, answers: answers(ended) }).toEqual({ cancel: 503, status: "cancelled", cancelled: "before-start", answers: [] });
   });
-  test("a failed run whose audit entry the database refused once gets it when the outcome is tried again", async () => {
+
+  test("and a failure's audit entry are one write: an entry refused once is written when the outcome is tried again", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
     // The row's update fits in place; the audit entry needs a new page and the disk is full (or the lock came back between the two writes).
     world.hatch.sqlite.exec("CREATE TRIGGER refused BEFORE INSERT ON audit_log WHEN NEW.action = 'workflow.run.failed' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
-    const logged: string[] = [];
-    const quiet = spyOn(console, "error").mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(" ")));
-    try {
-      const workflow = await commandWorkflow(member, "echo broken >&2; exit 3", { mode: "fresh" });
-      const { token } = await issueToken(member.client, workflow.id);
-      const { runId } = (await fire(world, workflow.id, token)).body;
-      await waitFor(() => logged.some((line) => line.includes(`cannot record how run ${runId} ended (database or disk is full); trying again in 1 s`)), "the outcome to be refused");
-      world.hatch.sqlite.exec("DROP TRIGGER refused");
-      // The row and its entry are one write: refused, neither was kept, and the retry a second later writes both.
-      const audited = () => countRows(world, "audit_log", "action = 'workflow.run.failed' AND target = ?", runId);
-      await waitFor(() => audited() > 0, "the failure's audit entry");
-      const run = await waitForRun(member.client, workflow.id, runId);
-      expect({ status: run.status, audited: audited() }).toEqual({ status: "failed", audited: 1 });
-    } finally {
-      quiet.mockRestore();
-    }
+    using logged = loggedErrors();
+    const workflow = await commandWorkflow(member, "echo broken >&2; exit 3", { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const { runId } = (await fire(world, workflow.id, token)).body;
+    await refusedUntil(logged, runId, 1, "database or disk is full");
+    world.hatch.sqlite.exec("DROP TRIGGER refused");
+    // Refused, neither the row's end nor the entry was kept, and the retry a second later writes both.
+    const audited = () => countRows(world, "audit_log", "action = 'workflow.run.failed' AND target = ?", runId);
+    await waitFor(() => audited() > 0, "the failure's audit entry");
+    const run = await waitForRun(member.client, workflow.id, runId);
+    expect({ status: run.status, audited: audited() }).toEqual({ status: "failed", audited: 1 });
   });
 });
