@@ -10,7 +10,7 @@ import type { Run, RunUpdate } from "../../src/workflows/index.ts";
 import { hatchCli } from "../helpers/cli.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { logIn, startWorld, TEST_PASSWORD, type World } from "../helpers/world.ts";
+import { logIn, type Person, startWorld, TEST_PASSWORD, type World } from "../helpers/world.ts";
 import { answers, commandWorkflow, countRows, fire, isAlive, isFinished, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 /** A command that says it started, then works until it is killed. */
@@ -350,6 +350,19 @@ function refusedUntil(logged: string[], runId: string | null, seconds: number, e
   return waitFor(() => logged.some(said), `a refusal of the outcome, tried again in ${seconds} s`);
 }
 
+/**
+ * Fire a run of `echo tick` and wait until its outcome (succeeded) was refused
+ * twice: the run still shows running, and the next try is 5 s away.
+ */
+async function answeredButRefusedTwice(world: World, member: Person, logged: string[]) {
+  const refusal = refuseRunEnds(world);
+  const workflow = await commandWorkflow(member, "echo tick", { mode: "fresh" });
+  const { token } = await issueToken(member.client, workflow.id);
+  const { runId } = (await fire(world, workflow.id, token)).body as { runId: string };
+  await refusedUntil(logged, runId, 5);
+  return { workflowId: workflow.id, runId, refusal };
+}
+
 describe("an outcome the database refuses", () => {
   test("is recorded, as it was, once the database takes writes again: the run does not stay running, and its schedule fires again", async () => {
     await using world = await startWorld();
@@ -371,14 +384,10 @@ describe("an outcome the database refuses", () => {
   test("gets a last try when the server stops, so a stop does not turn a finished run into a stopped one", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
-    const refusal = refuseRunEnds(world);
     {
       using logged = loggedErrors();
-      const workflow = await commandWorkflow(member, "echo tick", { mode: "fresh" });
-      const { token } = await issueToken(member.client, workflow.id);
-      const { runId } = (await fire(world, workflow.id, token)).body;
-      // Refused twice: the next try is 5 s away when the database takes writes again and the server stops.
-      await refusedUntil(logged, runId, 5);
+      // The database takes writes again and the server stops while the next try is still 5 s away.
+      const { refusal } = await answeredButRefusedTwice(world, member, logged);
       refusal.accept();
       await world.hatch.stop();
     }
@@ -389,17 +398,12 @@ describe("an outcome the database refuses", () => {
   test("is tried again by a cancel, which does not rewrite a finished run as cancelled before it started", async () => {
     await using world = await startWorld();
     const member = await world.signedIn(await world.project(), "member");
-    const refusal = refuseRunEnds(world);
     using logged = loggedErrors();
-    const workflow = await commandWorkflow(member, "echo tick", { mode: "fresh" });
-    const { token } = await issueToken(member.client, workflow.id);
-    const { runId } = (await fire(world, workflow.id, token)).body;
-    // The command ran and answered; its outcome (succeeded) was refused twice, and waits 5 s for its next try.
-    await refusedUntil(logged, runId, 5);
+    const { workflowId, runId, refusal } = await answeredButRefusedTwice(world, member, logged);
     // The database takes writes again (the lock is released); the run still shows running, and someone cancels it.
     refusal.accept();
-    const cancelled = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
-    const run = await waitForRun(member.client, workflow.id, runId);
+    const cancelled = await member.client.post(`/api/workflows/${workflowId}/runs/${runId}/cancel`);
+    const run = await waitForRun(member.client, workflowId, runId);
     // The cancel stopped nothing: the run had finished its turn, as a cancel landing after the answer is answered.
     expect({ cancel: cancelled.status, status: run.status, cancelled: run.cancelled ?? null, answers: answers(run) }).toEqual({ cancel: 409, status: "succeeded", cancelled: null, answers: ["tick"] });
   });
