@@ -1,6 +1,6 @@
 import { isSensitiveEnvName } from "./environment.ts";
 import { CREDENTIAL_PATHS, dangerousTarget, isUnder, normalizePath, pathTokens } from "./blocked-paths.ts";
-import { baseName, commandArgv, parseShellLine, type SimpleCommand } from "./shell-words.ts";
+import { baseName, commandArgv, parseShellLine, pastOptions, type SimpleCommand } from "./shell-words.ts";
 
 /**
  * The line blocklist of the input guard: catastrophic commands, platform-zone
@@ -139,22 +139,82 @@ export class Blocklist {
 
 /**
  * The script of `bash -c '...'` (or `bash -c -- '...'`), `su -c '...'`,
- * `eval ...`, `trap '...' SIGNAL` or `alias name='...'`, or null: text the
- * shell runs as a command line of its own.
+ * `eval ...`, `trap '...' SIGNAL`, `alias name='...'`, or of a program that
+ * runs its arguments as a command line (`watch`, `script -c`, `flock`, `sg`,
+ * `runuser -u`), or null: text run as a command line of its own.
  */
 function nestedScript(program: string, args: string[]): string | null {
   if (program === "eval") return args.join(" ");
+  const runner = SCRIPT_RUNNERS[program];
+  if (runner) return runner(args);
   if (program === "trap") return args.find((a) => !a.startsWith("-")) ?? null;
   if (program === "alias") return args.map((a) => /^[^=]+=(.*)$/s.exec(a)?.[1]).filter((body) => body !== undefined).join("\n") || null;
-  const flag = SHELLS.has(program)
-    ? args.findIndex((a) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a))
-    : program === "su" || program === "runuser"
-      ? args.findIndex((a) => a === "-c" || a === "--command")
-      : -1;
+  if (!SHELLS.has(program)) return null;
+  const flag = args.findIndex((a) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a));
   if (flag < 0) return null;
   // `bash -c -- 'cmd'`: the -- ends the options, and the script is the word after it.
   const script = args[flag + 1] === "--" ? args[flag + 2] : args[flag + 1];
   return script ?? null;
+}
+
+/**
+ * Programs that run (part of) their arguments as a command: what they run, as
+ * a line the blocklist can check, or null when they run nothing.
+ */
+const SCRIPT_RUNNERS: Record<string, (args: string[]) => string | null> = {
+  // watch hands its operands, joined by spaces, to `sh -c`; with -x it execs them as they are.
+  watch: (args) => {
+    const at = pastOptions(args, 0, ["-n", "--interval", "-q", "--equexit"]);
+    const exec = args.slice(0, at).some((a) => a === "--exec" || /^-[a-zA-Z]*x/.test(a));
+    return at < args.length ? (exec ? asLine(args.slice(at)) : args.slice(at).join(" ")) : null;
+  },
+  // script [options] [file]: only -c runs anything, glued (`-qc cmd`, `-c'cmd'`) or not.
+  script: (args) => {
+    for (let i = 0; i < args.length; i++) {
+      const arg = args[i]!;
+      if (arg === "--") break;
+      if (arg.startsWith("--command=")) return arg.slice("--command=".length);
+      if (arg === "--command") return args[i + 1] ?? null;
+      const short = /^-[aefqk]*c(.*)$/s.exec(arg);
+      if (short) return short[1] || (args[i + 1] ?? null);
+    }
+    return null;
+  },
+  // flock [options] file command [args], or flock [options] file -c 'command'.
+  flock: (args) => {
+    const at = pastOptions(args, 0, ["-w", "--timeout", "--wait", "-E", "--conflict-exit-code"]);
+    const rest = args.slice(at + 1);
+    if (rest[0] === "-c" || rest[0] === "--command") return rest[1] ?? null;
+    return rest.length ? asLine(rest) : null;
+  },
+  // sg [-] group [-c] 'command': sg hands the command to `sh -c`.
+  sg: (args) => {
+    const rest = args.slice(args[0] === "-" ? 2 : 1);
+    return rest[0] === "-c" ? (rest[1] ?? null) : rest.length ? rest.join(" ") : null;
+  },
+  // runuser -u user [--] command [args] execs the command; without -u it is su's form.
+  runuser: (args) => {
+    const valued = ["-u", "--user", "-g", "--group", "-G", "--supp-group", "-s", "--shell", "-w", "--whitelist-environment"];
+    const at = pastOptions(args, 0, valued);
+    const named = args.slice(0, at).some((a) => a === "-u" || a === "--user" || a.startsWith("--user="));
+    return named ? (at < args.length ? asLine(args.slice(at)) : null) : suScript(args);
+  },
+  su: (args) => suScript(args),
+};
+
+/** The script of `su [options] [user] -c 'command'`. */
+function suScript(args: string[]): string | null {
+  const flag = args.findIndex((a) => a === "-c" || a === "--command");
+  if (flag >= 0) return args[flag + 1] ?? null;
+  return args.find((a) => a.startsWith("--command="))?.slice("--command=".length) ?? null;
+}
+
+/**
+ * Words a program will exec, as a line that parses back to the same words.
+ * Double quotes keep `$NAME` an expansion, as it was in the line typed.
+ */
+function asLine(words: string[]): string {
+  return words.map((word) => `"${word.replace(/["\\`]/g, "\\$&")}"`).join(" ");
 }
 
 /** The command line of `env -S '...'` (`--split-string`), which env splits into words and runs; null without one. */

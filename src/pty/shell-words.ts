@@ -56,6 +56,25 @@ function decodeAnsiC(escape: string): string {
   if (head === "c") return String.fromCharCode(escape.charCodeAt(1) & 0x1f);
   return head;
 }
+/** A brace list of plain characters with at least one comma, at the start of the text. */
+const BRACE_LIST = /^\{([^\s{}'"\\$`;&|()<>]*,[^\s{}'"\\$`;&|()<>]*)\}/;
+/** Brace lists are looked for within this many characters; real ones are short. */
+const MAX_BRACE_LIST = 256;
+/** A word's brace lists expand to at most this many words; the rest are not screened. */
+const MAX_BRACE_WORDS = 64;
+
+/** The words bash makes of `text` with `braces` put back in, in bash's order: `{a,b}{c,d}` is ac ad bc bd. */
+function expandBraces(text: string, braces: { at: number; items: string[] }[]): string[] {
+  let words = [""];
+  let from = 0;
+  for (const { at, items } of braces) {
+    const literal = text.slice(from, at);
+    words = words.flatMap((word) => items.map((item) => word + literal + item)).slice(0, MAX_BRACE_WORDS);
+    from = at;
+  }
+  return words.map((word) => word + text.slice(from));
+}
+
 /** Operators that leave a command list unfinished at the end of a line. */
 const CONTINUING_OPERATORS = new Set(["|", "|&", "&&", "||"]);
 
@@ -70,6 +89,10 @@ class Scanner {
   #operator = "";
   /** A quote or substitution ran off the end of the line. */
   #open = false;
+  /** Inside `"…"`, where an expansion is never split into words. */
+  #inDoubleQuotes = false;
+  /** Unquoted brace lists (`{rm,-rf,/}`) in the current word: where they go in its text, and their items. */
+  #braces: { at: number; items: string[] }[] = [];
 
   constructor(readonly line: string) {}
 
@@ -102,10 +125,25 @@ class Scanner {
   }
 
   #plain(c: string): void {
+    if (c === "{" && this.#braceList()) return;
     if (/\s/.test(c)) this.#endWord();
     else if (";&|()\n".includes(c)) this.#endCommand();
     else this.#append(c);
     this.#i++;
+  }
+
+  /**
+   * `{a,b,c}` of plain characters: bash turns the word into one word per item,
+   * so `{rm,-rf,/}` is `rm -rf /`. Lists with quotes, expansions or nested
+   * braces inside are left as text.
+   */
+  #braceList(): boolean {
+    const match = BRACE_LIST.exec(this.line.slice(this.#i, this.#i + MAX_BRACE_LIST));
+    if (!match) return false;
+    this.#append("");
+    this.#braces.push({ at: this.#word!.length, items: match[1]!.split(",") });
+    this.#i += match[0].length;
+    return true;
   }
 
   #escaped(): void {
@@ -119,10 +157,13 @@ class Scanner {
 
   #endWord(): void {
     if (this.#word === null) return;
-    if (this.#redirect !== null) this.#command.redirects.push({ op: this.#redirect, target: this.#word });
-    else this.#command.words.push(this.#word);
+    for (const word of expandBraces(this.#word, this.#braces)) {
+      if (this.#redirect !== null) this.#command.redirects.push({ op: this.#redirect, target: word });
+      else this.#command.words.push(word);
+    }
     this.#word = null;
     this.#redirect = null;
+    this.#braces = [];
   }
 
   #endCommand(): void {
@@ -145,6 +186,7 @@ class Scanner {
     const line = this.line;
     this.#append("");
     this.#i++;
+    this.#inDoubleQuotes = true;
     while (this.#i < line.length && line[this.#i] !== '"') {
       const c = line[this.#i]!;
       if (c === "\\" && '$`"\\'.includes(line[this.#i + 1] ?? "")) this.#escaped();
@@ -156,6 +198,7 @@ class Scanner {
       }
     }
     if (this.#i >= line.length) this.#open = true;
+    this.#inDoubleQuotes = false;
     this.#i++;
   }
 
@@ -176,14 +219,24 @@ class Scanner {
       const inner = line.slice(this.#i + 2, stop - 1).replace(/^[!#]/, "");
       const name = NAME.exec(inner)?.[0];
       if (name) this.#command.expansions.push(name);
-      this.#append(line.slice(this.#i, stop));
+      this.#expansion(name, line.slice(this.#i, stop));
       this.#i = stop;
       return;
     }
     const name = NAME.exec(line.slice(this.#i + 1))?.[0];
     if (name) this.#command.expansions.push(name);
-    this.#append("$" + (name ?? ""));
+    this.#expansion(name, "$" + (name ?? ""));
     this.#i += 1 + (name?.length ?? 0);
+  }
+
+  /**
+   * A parameter expansion kept as its text, except an unquoted `$IFS` (or
+   * `${IFS…}`): its value is the blanks the shell splits words on, so
+   * `rm${IFS}-rf${IFS}/` is three words.
+   */
+  #expansion(name: string | undefined, text: string): void {
+    if (name === "IFS" && !this.#inDoubleQuotes) this.#endWord();
+    else this.#append(text);
   }
 
   /** `$'...'`: escapes decoded as bash does, so `$'\x2f'` and `$'\057'` are the `/` the shell will see. */
@@ -272,6 +325,33 @@ const WRAPPERS: Record<string, string[]> = {
   busybox: [],
   chronic: [],
   unbuffer: [],
+  // Tracing, scheduling, namespace and privilege tools that exec the rest of their argv.
+  strace: ["-a", "-b", "-e", "-E", "-I", "-o", "-O", "-p", "-P", "-s", "-S", "-u", "-U", "-X"],
+  ltrace: ["-a", "-A", "-D", "-e", "-F", "-l", "-n", "-o", "-p", "-s", "-u", "-x"],
+  chroot: ["--userspec", "--groups"],
+  nsenter: ["-t", "--target", "-S", "--setuid", "-G", "--setgid"],
+  unshare: ["-S", "--setuid", "-G", "--setgid", "-R", "--root", "-w", "--wd", "--map-user", "--map-group", "--map-users", "--map-groups", "--propagation", "--setgroups"],
+  taskset: [],
+  chrt: ["-T", "-P", "-D", "--sched-runtime", "--sched-period", "--sched-deadline"],
+  setsid: [],
+  setarch: [],
+  linux32: [],
+  linux64: [],
+  prlimit: ["-p", "--pid"],
+  "systemd-run": ["-p", "--property", "-u", "--unit", "-E", "--setenv", "-H", "--host", "-M", "--machine", "--uid", "--gid", "--nice", "--working-directory", "--slice", "--description", "--service-type"],
+  pkexec: ["--user"],
+  setpriv: ["--reuid", "--regid", "--ruid", "--euid", "--rgid", "--egid", "--groups", "--securebits", "--pdeathsig", "--selinux-label", "--apparmor-profile", "--inh-caps", "--ambient-caps", "--bounding-set"],
+  cgexec: ["-g"],
+  numactl: ["-C", "--cpunodebind", "-N", "-m", "--membind", "-p", "--preferred", "-i", "--interleave", "-P", "--physcpubind"],
+  faketime: ["-f"],
+  fakeroot: ["-l", "--lib", "-s", "-i", "--faked"],
+  firejail: [],
+  eatmydata: [],
+  nocache: [],
+  torsocks: ["-u", "-p", "-a", "-P"],
+  proxychains: ["-f"],
+  proxychains4: ["-f"],
+  valgrind: [],
   // Shell keywords that may precede a command word.
   "!": [],
   "{": [],
@@ -284,8 +364,8 @@ const WRAPPERS: Record<string, string[]> = {
   until: [],
 };
 
-/** Wrappers whose first operand is a value, not the command (`timeout 5 rm ...`). */
-const FIRST_OPERAND_IS_VALUE = new Set(["timeout"]);
+/** Wrappers whose first operand is a value, not the command (`timeout 5 rm ...`, `chroot /mnt rm ...`). */
+const FIRST_OPERAND_IS_VALUE = new Set(["timeout", "chroot", "taskset", "chrt", "setarch", "faketime"]);
 
 /** Safety bound: `sudo sudo sudo ...` cannot make unwrapping loop for long. */
 const MAX_WRAPPERS = 16;
@@ -306,15 +386,21 @@ export function commandArgv(words: string[]): string[] {
     const program = baseName(words[at]!);
     const valued = WRAPPERS[program];
     if (!valued) return [program, ...words.slice(at + 1)];
-    at++;
-    while (at < words.length && words[at]!.startsWith("-") && words[at]!.length > 1) {
-      const option = words[at]!;
-      at += valued.includes(option) ? 2 : 1;
-      if (option === "--") break;
-    }
-    if (FIRST_OPERAND_IS_VALUE.has(program)) at++;
+    at = pastOptions(words, at + 1, valued);
+    // `setarch x86_64 -R cmd`: options may follow the value operand too.
+    if (FIRST_OPERAND_IS_VALUE.has(program)) at = pastOptions(words, at + 1, valued);
   }
   return [];
+}
+
+/** Index of the first word at or after `at` that is not an option (those in `valued` take the next word) or the `--` ending them. */
+export function pastOptions(words: string[], at: number, valued: string[]): number {
+  while (at < words.length && words[at]!.startsWith("-") && words[at]!.length > 1) {
+    const option = words[at]!;
+    at += valued.includes(option) ? 2 : 1;
+    if (option === "--") break;
+  }
+  return at;
 }
 
 /** `NAME=value` or `NAME+=value` before a command. */

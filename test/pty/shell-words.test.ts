@@ -46,6 +46,24 @@ describe("parseShellLine", () => {
     expect(["echo \"a\"", "echo 'a'", "echo $'a\\''", "x=$(ls)", "echo ok # it's", "echo \\'", "echo ${HOME}"].map(open)).toEqual([false, false, false, false, false, false, false]);
   });
 
+  test("an unquoted $IFS splits words as the shell does; a quoted one does not", () => {
+    const words = (line: string) => parseShellLine(line).commands[0]!.words;
+    expect(words("rm${IFS}-rf${IFS}/")).toEqual(["rm", "-rf", "/"]);
+    expect(words("rm$IFS-rf$IFS/")).toEqual(["rm", "-rf", "/"]);
+    expect(words("cat${IFS:0:1}/etc/shadow")).toEqual(["cat", "/etc/shadow"]);
+    expect(words('echo "a${IFS}b"')).toEqual(["echo", "a${IFS}b"]);
+  });
+
+  test("an unquoted brace list becomes one word per item, in bash's order; braces without a comma, quoted or escaped stay text", () => {
+    const words = (line: string) => parseShellLine(line).commands[0]!.words;
+    expect(words("{rm,-rf,/}")).toEqual(["rm", "-rf", "/"]);
+    expect(words("cp a.{ts,js} /x")).toEqual(["cp", "a.ts", "a.js", "/x"]);
+    expect(words("echo {a,b}{c,d}")).toEqual(["echo", "ac", "ad", "bc", "bd"]);
+    expect(words("echo x{,y}")).toEqual(["echo", "x", "xy"]);
+    expect(words("find . -exec rm {} +")).toEqual(["find", ".", "-exec", "rm", "{}", "+"]);
+    expect(words(`echo "{a,b}" '{a,b}' \\{a,b} @{u}`)).toEqual(["echo", "{a,b}", "{a,b}", "{a,b}", "@{u}"]);
+  });
+
   test("here-strings, fd duplications and &> are redirections", () => {
     const { commands } = parseShellLine("cat <<< $X 2>&1 &>log");
     expect(commands[0]!.redirects).toEqual([
@@ -61,6 +79,29 @@ describe("commandArgv", () => {
     expect(commandArgv(["FOO=1", "sudo", "-u", "root", "--", "env", "-i", "BAR=2", "nice", "-n", "5", "/usr/bin/rm", "-rf", "/"])).toEqual(["rm", "-rf", "/"]);
     expect(commandArgv(["timeout", "-s", "KILL", "5", "reboot"])).toEqual(["reboot"]);
     expect(commandArgv(["{", "shutdown", "now"])).toEqual(["shutdown", "now"]);
+  });
+
+  test("tracing, scheduling, namespace and privilege tools are wrappers too, their value operands skipped", () => {
+    const rmRoot = ["rm", "-rf", "/"];
+    const lines = [
+      ["strace", "-f", "-o", "/tmp/t", "-e", "trace=all"],
+      ["ltrace", "-s", "80"],
+      ["chroot", "--userspec", "0:0", "/mnt"],
+      ["nsenter", "-t", "1", "-m", "-u", "-n", "-p"],
+      ["unshare", "-m", "-R", "/mnt", "--"],
+      ["taskset", "-c", "0"],
+      ["chrt", "-f", "99"],
+      ["setsid", "-f"],
+      ["systemd-run", "-p", "Nice=5", "--unit", "x"],
+      ["pkexec", "--user", "root"],
+      ["setpriv", "--reuid", "0", "--init-groups"],
+      ["cgexec", "-g", "cpu:/"],
+      ["numactl", "-C", "0"],
+      ["faketime", "2020-01-01"],
+      ["fakeroot"],
+      ["setarch", "x86_64", "-R"],
+    ];
+    expect(lines.map((wrapper) => commandArgv([...wrapper, ...rmRoot]))).toEqual(lines.map(() => rmRoot));
   });
 
   test("a wrapper with nothing to run leaves nothing", () => {
