@@ -82,16 +82,37 @@ export function pathTokens(word: string): string[] {
   return glued ? [...tokens, ...pathTokens(glued[1]!)] : tokens;
 }
 
+/** Where a line runs: the session's home, and the shell's working directory when known. */
+export interface LinePlace {
+  home?: string;
+  cwd?: string;
+}
+
+/**
+ * `word` as a path from `cwd`: a relative word is joined to it; an absolute
+ * one, or one starting with `~` or `$` (the shell expands those itself), is
+ * returned as it is, and so is every word when `cwd` is unknown.
+ *
+ * @example
+ * fromDirectory("usr", "/") // => "/usr"
+ */
+export function fromDirectory(word: string, cwd?: string): string {
+  return cwd && word && !/^[/~$]/.test(word) ? `${cwd}/${word}` : word;
+}
+
 /**
  * What a recursive delete (or chmod -R) of `target` would destroy, when that
  * is the whole machine or a home directory: "/", "/usr", "the home directory".
- * Null for anything narrower.
+ * Null for anything narrower. A relative target counts from `place.cwd`.
  *
  * @example
  * dangerousTarget("/usr/*") // => "/usr"
  * dangerousTarget("./build") // => null
+ * dangerousTarget("*", { cwd: "/" }) // => "/"
  */
-export function dangerousTarget(target: string, home?: string): string | null {
+export function dangerousTarget(word: string, place: LinePlace = {}): string | null {
+  const { home } = place;
+  const target = fromDirectory(word, place.cwd);
   const homePrefix = HOME_PREFIX.exec(target);
   if (homePrefix) {
     const below = withoutMatchAll(normalizePath("/" + target.slice(homePrefix[0].length)));

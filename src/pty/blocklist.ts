@@ -1,5 +1,5 @@
 import { isSensitiveEnvName } from "./environment.ts";
-import { CREDENTIAL_PATHS, dangerousTarget, isUnder, normalizePath, pathTokens } from "./blocked-paths.ts";
+import { CREDENTIAL_PATHS, dangerousTarget, fromDirectory, isUnder, normalizePath, pathTokens, type LinePlace } from "./blocked-paths.ts";
 import { baseName, commandArgv, parseShellLine, pastOptions, type SimpleCommand } from "./shell-words.ts";
 
 /**
@@ -21,6 +21,11 @@ export interface BlocklistOptions {
   allowedPaths?: string[];
   /** The session's home directory, so `~/...` can be compared with protected paths. */
   home?: string;
+  /**
+   * The shell's working directory as a line is checked (null when unknown),
+   * so relative paths name what they name to the shell: `rm -rf usr` from `/`.
+   */
+  cwd?(): string | null;
 }
 
 const ALLOWED: LineVerdict = { blocked: false };
@@ -42,6 +47,8 @@ const POWER_TARGET = /^(poweroff|reboot|halt|kexec|rescue|emergency|shutdown)\.t
 const BLOCK_DEVICE = /^\/dev\/(sd[a-z]|hd[a-z]|vd[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk|rdisk\d|md\d|dm-\d|mapper\/|nbd\d|root$)/;
 /** Programs that print their arguments or stdin: expanding a secret into them reveals it. */
 const PRINTERS = new Set(["echo", "printf", "print", "cat", "tee", "base64", "xxd", "od", "hexdump", "rev", "logger"]);
+/** Programs whose arguments are only text to print. */
+const TEXT_PRINTERS = new Set(["echo", "printf", "print"]);
 /** Programs that dump the whole environment. */
 const ENV_DUMPERS = new Set(["env", "printenv", "set", "export", "declare", "typeset", "compgen"]);
 /** Programs that filter a dump down to the interesting lines. */
@@ -58,60 +65,87 @@ export class Blocklist {
   readonly #protected: string[];
   readonly #allowed: string[];
   readonly #home: string | undefined;
+  readonly #cwd: () => string | null;
 
   constructor(options: BlocklistOptions = {}) {
     const clean = (paths: string[] = []) => paths.map((p) => normalizePath(p)).filter((p) => p.startsWith("/") && p !== "/");
     this.#protected = clean(options.protectedPaths);
     this.#allowed = clean(options.allowedPaths);
     this.#home = options.home ? normalizePath(options.home) : undefined;
+    const cwd = options.cwd;
+    this.#cwd = cwd ? () => cwd.call(options) : () => null;
   }
 
   /** Check one line as the shell would receive it (without its terminator). */
   checkLine(line: string): LineVerdict {
-    const reason = this.#check(line, 0);
+    const cwd = this.#cwd();
+    const reason = this.#check(line, 0, cwd?.startsWith("/") ? normalizePath(cwd) : undefined);
     return reason ? { blocked: true, reason } : ALLOWED;
   }
 
-  #check(line: string, depth: number): string | null {
+  #check(line: string, depth: number, cwd: string | undefined): string | null {
     if (depth > MAX_NESTING) return null;
     const bomb = forkBomb(line);
     if (bomb) return bomb;
     const { commands, substitutions } = parseShellLine(line);
-    for (const command of commands) {
-      const reason = this.#command(command, depth);
+    const places = this.#places(commands, cwd);
+    for (const [i, command] of commands.entries()) {
+      const reason = this.#command(command, depth, places[i]!);
       if (reason) return reason;
     }
-    const reason = environmentDump(commands) ?? this.#paths(commands);
+    const reason = environmentDump(commands) ?? this.#paths(commands, places);
     if (reason) return reason;
     for (const inner of substitutions) {
-      const nested = this.#check(inner, depth + 1);
+      const nested = this.#check(inner, depth + 1, cwd);
       if (nested) return nested;
     }
     return null;
   }
 
-  #command(command: SimpleCommand, depth: number): string | null {
+  /**
+   * Where each command of a line runs: a `cd` (or `pushd`) earlier in the
+   * line moves the rest, as in `cd / && rm -rf usr`; after `cd -` the
+   * directory is unknown.
+   */
+  #places(commands: SimpleCommand[], cwd: string | undefined): LinePlace[] {
+    const home = this.#home;
+    return commands.map((command) => {
+      const place = { home, cwd };
+      const [program, ...args] = commandArgv(command.words);
+      if (program === "cd" || program === "pushd") {
+        const target = args.find((a) => !a.startsWith("-") || a === "-");
+        const path = target === undefined ? home : target === "-" ? undefined : this.#expandHome(fromDirectory(target, cwd));
+        cwd = path?.startsWith("/") ? normalizePath(path) : undefined;
+      }
+      return place;
+    });
+  }
+
+  #expandHome(path: string): string {
+    return this.#home ? path.replace(OWN_HOME, this.#home) : path;
+  }
+
+  #command(command: SimpleCommand, depth: number, place: LinePlace): string | null {
     const argv = commandArgv(command.words);
     const [program = "", ...args] = argv;
     // `PROMPT_COMMAND='…'`, alone or before a command, and `export PROMPT_COMMAND='…'` / `declare …`.
     const assigned = command.words.map((word) => CODE_VARIABLES.exec(word)?.[2]).filter((value) => value !== undefined);
     for (const script of [nestedScript(program, args), envSplitString(command.words), ...assigned]) {
       if (script === null) continue;
-      const nested = this.#check(script, depth + 1);
+      const nested = this.#check(script, depth + 1, place.cwd);
       if (nested) return nested;
     }
     return (
-      this.#catastrophic(program, args) ??
+      this.#catastrophic(program, args, place) ??
       deviceRedirect(command) ??
       secretProbe(program, args, command.expansions)
     );
   }
 
-  #catastrophic(program: string, args: string[]): string | null {
-    const home = this.#home;
-    if (program === "rm") return recursiveDelete(args, home);
-    if (program === "find") return findDelete(args, home);
-    if (program === "chmod" || program === "chown" || program === "chgrp") return recursiveOwnership(program, args, home);
+  #catastrophic(program: string, args: string[], place: LinePlace): string | null {
+    if (program === "rm") return recursiveDelete(args, place);
+    if (program === "find") return findDelete(args, place);
+    if (program === "chmod" || program === "chown" || program === "chgrp") return recursiveOwnership(program, args, place);
     if (MKFS.test(program)) return `filesystem creation (${program})`;
     if (program === "wipefs" && args.some((a) => /^(-[a-z]*a[a-z]*|--all)$/.test(a))) return "wipe of filesystem signatures";
     if (program === "dd") {
@@ -125,10 +159,14 @@ export class Blocklist {
     return power(program, args) ?? killEverything(program, args);
   }
 
-  #paths(commands: SimpleCommand[]): string | null {
-    const words = commands.flatMap((c) => [...c.words, ...c.redirects.map((r) => r.target)]);
-    for (const token of words.flatMap(pathTokens)) {
-      const path = normalizePath(this.#home ? token.replace(OWN_HOME, this.#home) : token);
+  #paths(commands: SimpleCommand[], places: LinePlace[]): string | null {
+    // What echo and printf print is text, not a path, even where it reads as one from the directory.
+    const paths = commands.flatMap((c, i) => {
+      const cwd = TEXT_PRINTERS.has(commandArgv(c.words)[0] ?? "") ? undefined : places[i]!.cwd;
+      return [...c.words, ...c.redirects.map((r) => r.target)].flatMap(pathTokens).map((token) => fromDirectory(token, cwd));
+    });
+    for (const token of paths) {
+      const path = normalizePath(this.#expandHome(token));
       for (const [pattern, reason] of CREDENTIAL_PATHS) if (pattern.test(path)) return reason;
       if (this.#allowed.some((allowed) => isUnder(path, allowed))) continue;
       if (this.#protected.some((zone) => isUnder(path, zone))) return "access to a protected hatch directory";
@@ -237,7 +275,7 @@ function envSplitString(words: string[]): string | null {
  */
 const CODE_VARIABLES = /^(PROMPT_COMMAND|PS[0-4])\+?=([\s\S]*)$/;
 
-function recursiveDelete(args: string[], home?: string): string | null {
+function recursiveDelete(args: string[], place: LinePlace): string | null {
   let recursive = false;
   let noPreserveRoot = false;
   const targets: string[] = [];
@@ -254,19 +292,21 @@ function recursiveDelete(args: string[], home?: string): string | null {
   }
   if (!recursive) return null;
   for (const target of targets) {
-    const zone = dangerousTarget(target, home);
+    const zone = dangerousTarget(target, place);
     if (zone) return `recursive delete of ${zone}`;
   }
   return noPreserveRoot ? "recursive delete with --no-preserve-root" : null;
 }
 
-function findDelete(args: string[], home?: string): string | null {
+function findDelete(args: string[], place: LinePlace): string | null {
   const paths = args.slice(leadingFindOptions(args));
   const firstExpression = paths.findIndex((a) => /^[-(!]/.test(a));
-  const roots = firstExpression === -1 ? paths : paths.slice(0, firstExpression);
+  const named = firstExpression === -1 ? paths : paths.slice(0, firstExpression);
+  // With no path named, find starts at ".".
+  const roots = named.length ? named : ["."];
   const deletes = args.includes("-delete") || args.some((a, i) => /^-(exec|execdir|ok)$/.test(a) && baseName(args[i + 1] ?? "") === "rm");
   if (!deletes) return null;
-  const zone = roots.map((root) => dangerousTarget(root, home)).find(Boolean);
+  const zone = roots.map((root) => dangerousTarget(root, place)).find(Boolean);
   return zone ? `recursive delete of ${zone}` : null;
 }
 
@@ -282,9 +322,9 @@ function leadingFindOptions(args: string[]): number {
   return at;
 }
 
-function recursiveOwnership(program: string, args: string[], home?: string): string | null {
+function recursiveOwnership(program: string, args: string[], place: LinePlace): string | null {
   const recursive = args.some((a) => /^-[a-zA-Z]*R[a-zA-Z]*$/.test(a) || a === "--recursive");
-  const zone = recursive ? args.filter((a) => !a.startsWith("-")).map((a) => dangerousTarget(a, home)).find(Boolean) : null;
+  const zone = recursive ? args.filter((a) => !a.startsWith("-")).map((a) => dangerousTarget(a, place)).find(Boolean) : null;
   return zone ? `recursive ${program} of ${zone}` : null;
 }
 

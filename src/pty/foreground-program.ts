@@ -49,6 +49,26 @@ export function shellInForeground(pid: number, ownShell: string): boolean | null
   return SHELL_NAMES.has(name) || name === basename(ownShell);
 }
 
+/**
+ * The working directory of the program with the keyboard of the terminal
+ * `pid` is attached to (at a prompt, the shell reading the line), else of
+ * `pid` itself; null when the kernel cannot tell.
+ *
+ * @example
+ * foregroundDirectory(session.pid) // "/" in a fresh Container Root tab
+ */
+export function foregroundDirectory(pid: number): string | null {
+  for (const candidate of [foregroundGroup(pid), pid]) {
+    if (candidate === null) continue;
+    try {
+      return readlinkSync(`/proc/${candidate}/cwd`).replace(/ \(deleted\)$/, "");
+    } catch {
+      // Gone, or not ours to read: try the next.
+    }
+  }
+  return null;
+}
+
 /** The foreground process group of `pid`'s controlling terminal (`tpgid`), or null. */
 function foregroundGroup(pid: number): number | null {
   const stat = readProc(`/proc/${pid}/stat`);

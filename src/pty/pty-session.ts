@@ -2,7 +2,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { ScreenMirror, type ParserThread } from "../screen/index.ts";
 import { randomToken } from "../platform/index.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
-import { shellInForeground } from "./foreground-program.ts";
+import { foregroundDirectory, shellInForeground } from "./foreground-program.ts";
 import { InputGuard } from "./input-guard.ts";
 import type { PtyProcess } from "./pty-process.ts";
 import type { LaunchSpec, SpawnedPty } from "./launch-spec.ts";
@@ -214,6 +214,8 @@ export class PtySession {
       allowedPaths: [this.options.scratch.path],
       // So `~/…` and `$HOME/…` name what they name to the shell: a data dir under the home is still protected.
       home: this.options.launch.env.HOME,
+      // So `rm -rf usr` typed in `/` is `rm -rf /usr`. Read at each checked line: the shell may have moved.
+      cwd: () => foregroundDirectory(this.#process.pid),
       // In a full-screen app the cursor line is the editor's, not a shell command. The output alone cannot say
       // so (`printf '\e[?1049h'` at the prompt): only a program the kernel says is not a shell is trusted to be one.
       fullScreen: () => this.mirror.fullScreen && shellInForeground(this.#process.pid, this.options.launch.argv[0] ?? "") === false,

@@ -224,6 +224,46 @@ describe("path helpers", () => {
   });
 });
 
+describe("relative paths count from the shell's working directory", () => {
+  /** The blocklist of a session whose shell is in `cwd`. */
+  const inDirectory = (cwd: string | null) => new Blocklist({ protectedPaths: ["/srv/hatch/data"], home: "/home/ada", cwd: () => cwd });
+
+  test("from / or home, a relative recursive delete or a relative path into the data dir is what it names", () => {
+    const expected = {
+      "/": { "rm -rf usr": "recursive delete of /usr", "rm -rf *": "recursive delete of /", "find -delete": "recursive delete of /", "chmod -R 777 etc": "recursive chmod of /etc", "cat srv/hatch/data/secret.key": "access to a protected hatch directory" },
+      "/srv/hatch": { "ls data": "access to a protected hatch directory", "sqlite3 ./data/hatch.db": "access to a protected hatch directory", "cat x > data/x": "access to a protected hatch directory" },
+      "/home/ada": { "rm -rf *": "recursive delete of the home directory", "rm -rf .": "recursive delete of the home directory", "cat .ssh/id_rsa": "access to SSH keys (~/.ssh)" },
+      "/home/ada/project": { "rm -rf ..": "recursive delete of the home directory", "cat ../../../srv/hatch/data/secret.key": "access to a protected hatch directory" },
+    };
+    const verdicts = Object.fromEntries(
+      Object.entries(expected).map(([cwd, lines]) => [cwd, Object.fromEntries(Object.keys(lines).map((line) => [line, inDirectory(cwd).checkLine(line)]))]),
+    );
+    const blocked = Object.fromEntries(
+      Object.entries(expected).map(([cwd, lines]) => [cwd, Object.fromEntries(Object.entries(lines).map(([line, reason]) => [line, { blocked: true, reason }]))]),
+    );
+    expect(verdicts).toEqual(blocked);
+  });
+
+  test("a cd earlier in the line moves the commands after it; after `cd -` the directory is unknown", () => {
+    const blocklist = inDirectory("/home/ada/project");
+    expect(blocklist.checkLine("cd / && rm -rf usr")).toEqual({ blocked: true, reason: "recursive delete of /usr" });
+    expect(blocklist.checkLine("cd /srv/hatch; ls data")).toEqual({ blocked: true, reason: "access to a protected hatch directory" });
+    expect(blocklist.checkLine("cd && rm -rf *")).toEqual({ blocked: true, reason: "recursive delete of the home directory" });
+    expect(blocklist.checkLine("cd ~/../.. && rm -rf home")).toEqual({ blocked: true, reason: "recursive delete of /home" });
+    expect(blocklist.checkLine("cd - && rm -rf usr")).toEqual({ blocked: false });
+  });
+
+  test("ordinary relative work stays allowed, and so does text that only reads like a path", () => {
+    const lines = { "/home/ada/project": ["rm -rf build", "rm -rf *", "find . -name '*.o' -delete", "chmod -R 755 public", "cd .. && ls"], "/": ["echo srv/hatch/data", "printf 'data\n'", "ls tmp"], "/srv/hatch": ["echo data"] };
+    const refused = Object.entries(lines).flatMap(([cwd, list]) => list.filter((line) => inDirectory(cwd).checkLine(line).blocked));
+    expect(refused).toEqual([]);
+  });
+
+  test("with the directory unknown, a relative path is judged as written", () => {
+    expect(["rm -rf usr", "rm -rf *", "ls data"].map((line) => inDirectory(null).checkLine(line).blocked)).toEqual([false, false, false]);
+  });
+});
+
 describe("spellings the shell reads as the same path or command", () => {
   test("a credential or protected path handed over as curl's @file, or glued to a short option, is still that path; so is a thread's environ", () => {
     const lines = [

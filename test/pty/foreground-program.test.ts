@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { copyFileSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { shellInForeground } from "../../src/pty/foreground-program.ts";
+import { foregroundDirectory, shellInForeground } from "../../src/pty/foreground-program.ts";
 import { bunTerminalBackend, type PtyProcess } from "../../src/pty/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
@@ -75,4 +75,18 @@ test("a process that is gone cannot be told about: null", async () => {
   const gone = Bun.spawn(["true"]);
   await gone.exited;
   expect(shellInForeground(gone.pid, "/bin/bash")).toBeNull();
+});
+
+test("the working directory is the foreground shell's, a nested shell's once it has the keyboard", async () => {
+  const shell = shellOnPty("/bin/bash");
+  try {
+    await run(shell, "cd /tmp && echo in-$((1+2))", "in-3");
+    expect(foregroundDirectory(shell.pty.pid)).toBe("/tmp");
+    await run(shell, "bash --norc --noprofile -i", "$ ");
+    await run(shell, "cd /usr && echo nested-$((2+3))", "nested-5");
+    expect(foregroundDirectory(shell.pty.pid)).toBe("/usr");
+  } finally {
+    shell.pty.kill("SIGKILL");
+  }
+  expect(foregroundDirectory(2 ** 22 + 1)).toBeNull();
 });

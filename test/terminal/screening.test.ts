@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
 import type { TerminalClient } from "../helpers/terminal-client.ts";
 import { ECHO_WAIT_MS } from "../../src/pty/input-guard.ts";
@@ -479,6 +479,24 @@ describe("lines that would run past the screen", () => {
     await Bun.sleep(ECHO_WAIT_MS + 300);
     await runAndSee(terminal, "echo after-$((6*7))", "after-42");
     expect({ ran: existsSync(marker), blocked: terminal.controls.some((c) => c.type === "blocked") }).toEqual({ ran: false, blocked: true });
+  });
+});
+
+describe("the shell's working directory", () => {
+  test("a relative path into the data dir is refused from its parent, whether the cd came in an earlier line or the same one", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "relative-ran");
+    const dataDir = world.config.dataDir;
+    const [parent, name] = [dirname(dataDir), basename(dataDir)];
+    await runAndSee(terminal, `cd ${parent} && echo moved-$((3*3))`, "moved-9");
+    terminal.type(`touch ${marker}; ls ${name} > /dev/null\r`);
+    expect((await terminal.control("blocked")).reason).toBe("access to a protected hatch directory");
+    await runAndSee(terminal, "cd / && echo back-$((4*4))", "back-16");
+    terminal.type(`cd ${parent} && touch ${marker}; ls ./${name} > /dev/null\r`);
+    await Bun.sleep(ECHO_WAIT_MS + 300);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    expect({ ran: existsSync(marker), blocked: terminal.controls.filter((c) => c.type === "blocked").length }).toEqual({ ran: false, blocked: 2 });
   });
 });
 
