@@ -43,7 +43,8 @@ export const SENSITIVE_ENV_PATTERNS: readonly RegExp[] = [
   /^(OPENAI|ANTHROPIC)_/,
   // Capabilities rather than secrets: an agent socket signs as the operator, IPC handles answer credential prompts.
   // The session bus reaches the desktop keyring (Secret Service); KRB5CCNAME names a Kerberos ticket cache.
-  /^(SSH_AUTH_SOCK|GPG_AGENT_INFO|XAUTHORITY|DBUS_SESSION_BUS_ADDRESS|KRB5CCNAME)$/,
+  // Without DBUS_SESSION_BUS_ADDRESS, sd-bus and GDBus find the session bus (and systemd's user manager) in XDG_RUNTIME_DIR.
+  /^(SSH_AUTH_SOCK|GPG_AGENT_INFO|XAUTHORITY|DBUS_SESSION_BUS_ADDRESS|KRB5CCNAME|XDG_RUNTIME_DIR)$/,
   /ASKPASS/,
   /^VSCODE_GIT_/,
   // Git config injected through the environment may carry an http.extraHeader with a token.
@@ -71,10 +72,15 @@ export function isSensitiveEnvName(name: string): boolean {
  * startup files BASH_ENV and ENV, exported functions, SHELLOPTS and BASHOPTS
  * (xtrace prints PS4), zsh's ZDOTDIR and prompts, HOME (bash reads ~/.bashrc
  * from it, as zsh reads ZDOTDIR), XDG_CONFIG_HOME (fish's config), INPUTRC
- * (readline macros that press Enter), and LD_PRELOAD and the rest of the
- * loader's variables. A create body may never set them.
+ * (readline macros that press Enter), XDG_DATA_DIRS and XDG_DATA_HOME
+ * (fish sources vendor_conf.d from them), LD_PRELOAD and the rest of the
+ * loader's variables, and GCONV_PATH and LOCPATH (modules and locale files
+ * glibc loads into any program). HISTFILE too: the shell writes typed lines to
+ * it, so it could turn them into a startup file or overwrite a file of the
+ * data directory. A create body may never set them.
  */
-const START_CODE_ENV = /^(PROMPT_COMMAND|PS[0-4]|PROMPT[2-4]?|RPROMPT2?|RPS[12]|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|ZDOTDIR|HOME|XDG_CONFIG_HOME|INPUTRC|BASH_FUNC_.+|LD_.+)$/;
+const START_CODE_ENV =
+  /^(PROMPT_COMMAND|PS[0-4]|PROMPT[2-4]?|RPROMPT2?|RPS[12]|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|ZDOTDIR|HOME|XDG_CONFIG_HOME|XDG_DATA_DIRS|XDG_DATA_HOME|INPUTRC|BASH_FUNC_.+|LD_.+|GCONV_PATH|LOCPATH|HISTFILE)$/;
 
 /**
  * What a caller who may not type (no core.execute) may still set: how their

@@ -12,11 +12,11 @@ describe("sensitive variable names", () => {
     "VAULT_ADDR", "SSH_AUTH_SOCK", "GIT_ASKPASS", "VSCODE_GIT_IPC_HANDLE", "GIT_CONFIG_VALUE_0", "XAUTHORITY",
     "DATABASE_URL", "REDIS_URL", "MONGODB_URI", "SENTRY_DSN", "SLACK_WEBHOOK_URL", "BASIC_AUTH", "SESSION_COOKIE", "JWT",
     "HATCH_SECRET_KEY", "HATCH_DATA_DIR", "hatch_shell",
-    "GITHUB_PAT", "AZURE_DEVOPS_EXT_PAT", "GITLAB_PAT_READ", "DB_PWD", "smtp_pwd", "DBUS_SESSION_BUS_ADDRESS", "KRB5CCNAME",
+    "GITHUB_PAT", "AZURE_DEVOPS_EXT_PAT", "GITLAB_PAT_READ", "DB_PWD", "smtp_pwd", "DBUS_SESSION_BUS_ADDRESS", "KRB5CCNAME", "XDG_RUNTIME_DIR",
   ];
   const harmless = [
     "PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "COLORTERM", "LANG", "LC_ALL", "TZ", "PWD", "OLDPWD", "SHLVL",
-    "EDITOR", "PAGER", "XDG_RUNTIME_DIR", "XKB_DEFAULT_KEYMAP", "KEYBOARD_LAYOUT", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
+    "EDITOR", "PAGER", "XKB_DEFAULT_KEYMAP", "KEYBOARD_LAYOUT", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
     "GIT_COMMITTER_NAME", "NODE_ENV", "HTTPS_PROXY", "NO_PROXY", "DISPLAY", "SSH_CONNECTION", "HOSTNAME", "MONKEY_PATCH",
     "LD_LIBRARY_PATH", "MANPATH", "PYTHONPATH", "PATCH_LEVEL", "PATTERN", "DBUS_SYSTEM_BUS_ADDRESS",
   ];
@@ -72,7 +72,7 @@ describe("buildSessionEnv", () => {
   });
 
   test("extra never sets what makes the shell or the loader run code at start, even for a caller who types", () => {
-    const startCode = ["PROMPT_COMMAND", "PS0", "PS1", "PS4", "PROMPT", "RPROMPT", "RPS1", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "HOME", "XDG_CONFIG_HOME", "INPUTRC", "BASH_FUNC_ls%%", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT"];
+    const startCode = ["PROMPT_COMMAND", "PS0", "PS1", "PS4", "PROMPT", "RPROMPT", "RPS1", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "HOME", "XDG_CONFIG_HOME", "INPUTRC", "BASH_FUNC_ls%%", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "XDG_DATA_DIRS", "XDG_DATA_HOME", "GCONV_PATH", "LOCPATH", "HISTFILE"];
     const extra = Object.fromEntries([...startCode, "EDITOR", "PS5", "ENVIRONMENT", "OLDPWD"].map((name) => [name, "x"]));
     const { env, dropped } = buildSessionEnv({ base: {}, scratch: "/s", extra, callerMayType: true });
     expect(dropped).toEqual(startCode);
