@@ -63,6 +63,8 @@ export interface PtySessionOptions {
 
 /** A WebSocket close code for "the session ended" (4000-4999 are the application's). */
 export const CLOSE_SESSION_ENDED = 4000;
+/** The notice a view gets when input it sent was dropped for arriving faster than it may. */
+export const INPUT_TOO_FAST = "Input is arriving too fast; some was dropped";
 
 /**
  * One managed PTY: the process, its screen mirror, its scratch dir and its
@@ -88,8 +90,12 @@ export class PtySession {
   readonly #closing = new AbortController();
   #execsRunning = 0;
   readonly #guards = new WeakMap<View, { guard: InputGuard; bucket: TokenBucket }>();
-  /** The view whose keys reached the shell last (null until one types). */
-  #lastTypist: View | null = null;
+  /**
+   * The view whose keys reached the shell last: null until one types,
+   * `GONE_TYPIST` once that view detached (its line may still be on the prompt,
+   * but the view itself, and the socket it holds, are let go).
+   */
+  #lastTypist: View | typeof GONE_TYPIST | null = null;
   /** Set while a resize was applied less than RESIZE_INTERVAL_MS ago. */
   #resizeInterval: ReturnType<typeof setTimeout> | null = null;
   /** The latest resize asked for during that interval, applied when it ends. */
@@ -228,6 +234,7 @@ export class PtySession {
   detach(view: View): void {
     this.lastActivityAt = this.options.now();
     this.#guards.get(view)?.guard.close();
+    if (this.#lastTypist === view) this.#lastTypist = GONE_TYPIST;
     this.views.detach(view);
   }
 
@@ -246,7 +253,7 @@ export class PtySession {
     }
     // The queue behind a line waiting for the screen is bounded too, not only the byte rate.
     if (state.guard.backlog >= MAX_QUEUED_INPUTS || !state.bucket.take(bytes)) {
-      this.views.control(view, { type: "notice", message: "Input is arriving too fast; some was dropped" });
+      this.views.control(view, { type: "notice", message: INPUT_TOO_FAST });
       return;
     }
     // The shell's line is the session's, not the view's: after another view typed, check it on the screen.
@@ -390,6 +397,8 @@ const MIRROR_BACKLOG_RESUME_BYTES = 1024 * 1024;
  * meanwhile, small enough that a script cannot queue without bound.
  */
 const MAX_QUEUED_INPUTS = 64;
+/** Stands for a last typist that has detached. */
+const GONE_TYPIST = Symbol("a detached view");
 /** Longest a session's end waits for the snapshots of views that fell behind (a snapshot normally takes milliseconds). */
 const FINAL_CATCH_UP_WAIT_MS = 1000;
 /** Time a killed program gets to exit before SIGKILL. */

@@ -4,7 +4,7 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import { WebSocketServer, type WebSocket } from "ws";
 import { HatchError, touches, type Platform } from "../platform/index.ts";
-import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
+import { INPUT_TOO_FAST, MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtySession, type View } from "../pty/index.ts";
 import type { OriginPolicy } from "./origin-policy.ts";
 import type { RejectionLog } from "./rejection-log.ts";
 import type { TerminalService } from "./terminal-service.ts";
@@ -158,13 +158,15 @@ function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessG
     ws.close(CLOSE.badMessage, "Expected a JSON message: input, resize, takeControl or ack");
     return;
   }
+  // Refused only while a flood waits on a slow access decision: said as the input bucket says it.
+  const refused = () => session.views.control(view, { type: "notice", message: INPUT_TOO_FAST });
   switch (message.type) {
     case "input":
-      return gate.run(() => session.input(view, message.data));
+      return void (gate.run(() => session.input(view, message.data), message.data.length) || refused());
     case "resize":
-      return gate.run(() => session.resize(view, message.cols, message.rows));
+      return void (gate.run(() => session.resize(view, message.cols, message.rows)) || refused());
     case "takeControl":
-      return gate.run(() => session.views.takeControl(view));
+      return void (gate.run(() => session.views.takeControl(view)) || refused());
     case "ack":
       // An ack carries no authority: it only lets output flow to this view.
       return session.views.ack(view, message.bytes);

@@ -75,13 +75,12 @@ export class RawWebSocket {
 
   /** Send a text frame (masked, as a client must); a Buffer is sent as it is, even if it is not UTF-8. */
   sendText(text: string | Buffer): void {
-    const payload = Buffer.from(text);
-    const mask = randomBytes(4);
-    const length = payload.length;
-    const header = length < 126 ? Buffer.from([0x81, 0x80 | length]) : Buffer.from([0x81, 0x80 | 126, length >> 8, length & 0xff]);
-    if (length > 0xffff) throw new Error("RawWebSocket sends frames under 64 KiB only");
-    for (let i = 0; i < length; i++) payload[i]! ^= mask[i % 4]!;
-    this.socket.write(Buffer.concat([header, mask, payload]));
+    this.socket.write(textFrame(text));
+  }
+
+  /** Send text frames in one write, so the server reads them in one chunk and handles them in one tick. */
+  sendTexts(texts: (string | Buffer)[]): void {
+    this.socket.write(Buffer.concat(texts.map(textFrame)));
   }
 
   /** Drop the connection. */
@@ -118,4 +117,15 @@ export class RawWebSocket {
       this.tail = (this.tail + payload.toString()).slice(-TAIL_CHARS);
     }
   }
+}
+
+/** A masked text frame, as a client sends it (payloads under 64 KiB). */
+function textFrame(text: string | Buffer): Buffer {
+  const payload = Buffer.from(text);
+  const mask = randomBytes(4);
+  const length = payload.length;
+  const header = length < 126 ? Buffer.from([0x81, 0x80 | length]) : Buffer.from([0x81, 0x80 | 126, length >> 8, length & 0xff]);
+  if (length > 0xffff) throw new Error("RawWebSocket sends frames under 64 KiB only");
+  for (let i = 0; i < length; i++) payload[i]! ^= mask[i % 4]!;
+  return Buffer.concat([header, mask, payload]);
 }

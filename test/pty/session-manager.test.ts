@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
 import { bunTerminalBackend, createPtySpawner, openProcessCgroups, type PtyProcess, SessionManager } from "../../src/pty/index.ts";
 import { ParserThread } from "../../src/screen/index.ts";
+import { waitFor } from "../helpers/wait-for.ts";
 
 /** A parser thread that counts the terminals open on it. */
 class CountingParser extends ParserThread {
@@ -102,4 +103,43 @@ test("a disposed manager leaves nothing holding its embedder's process open (the
   const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
   // The unref'd timer prints only if something else kept the event loop alive for a second after the dispose.
   expect({ code, out }).toEqual({ code: 0, out: "disposed\n" });
+});
+
+test("a view that typed and then detached is let go: the session keeps no hold on it or its connection", async () => {
+  const base = mkdtempSync(join(tmpdir(), "hatch-manager-"));
+  using parser = new ParserThread();
+  const cgroups = await openProcessCgroups({ dataDir: base });
+  const manager = new SessionManager({
+    scratchBase: base,
+    parser,
+    spawner: createPtySpawner(bunTerminalBackend, null),
+    cgroups,
+    limits: { maxSessions: () => 8, scrollbackLines: () => 1000, idleShutdownMs: () => 60_000 },
+    protectedPaths: [],
+    inputBucket: { capacity: 65536, refillPerSecond: 32768 },
+    now: () => Date.now(),
+  });
+  try {
+    const namespace = { userId: "u", projectId: "p", agentId: null };
+    const { session } = await manager.create({ namespace, id: "s", cols: 80, rows: 24, readOnly: false, authority: "{}", sourceSlug: "x", cwd: "/", launch: (scratch) => ({ sourceSlug: "x", cwd: "/", argv: ["/bin/sh"], env: {}, scratch, confine: null }) });
+    // In a function of its own, so nothing in this test's scope holds the view or its sink.
+    const typeThenLeave = () => {
+      let seen = "";
+      const sink = { output: (bytes: Uint8Array) => void (seen += new TextDecoder().decode(bytes)), control: () => {}, close: () => {}, buffered: () => 0 };
+      const view = session.attach(sink, { userId: "u", canWrite: true });
+      session.input(view, "echo typed-$((20+22))\r");
+      return { left: waitFor(() => seen.includes("typed-42"), "the typed line's output").then(() => session.detach(view)), sink: new WeakRef(sink) };
+    };
+    const { left, sink } = typeThenLeave();
+    await left;
+    await waitFor(() => {
+      Bun.gc(true);
+      return sink.deref() === undefined;
+    }, "the detached view's sink to be collected");
+    expect(sink.deref()).toBeUndefined();
+  } finally {
+    await manager.dispose();
+    await cgroups.close();
+    rmSync(base, { recursive: true, force: true });
+  }
 });

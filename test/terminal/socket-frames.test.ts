@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
 import { attached, ownerRootSession, runAndSee, terminalUrl } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
+import { INPUT_TOO_FAST } from "../../src/pty/index.ts";
+import { MAX_GATED_MESSAGES } from "../../src/terminal/access-gate.ts";
 import { startWorld } from "../helpers/world.ts";
 
 describe("client frames the terminal WebSocket refuses", () => {
@@ -44,5 +46,16 @@ describe("client frames the terminal WebSocket refuses", () => {
     );
     expect(outcome).toEqual({ closed: null, notice: true });
     await runAndSee(terminal, "echo still-$((3+4))", "still-7");
+  });
+
+  test("a flood of input frames read in one go is capped while its access decision is under way: the rest are dropped with a notice", async () => {
+    await using world = await startWorld();
+    const { owner } = await ownerRootSession(world);
+    const raw = await RawWebSocket.open(terminalUrl(world, "s"), { cookie: owner.client.cookieHeader });
+    await waitFor(() => raw.texts.some((t) => JSON.parse(t).type === "snapshot"), "the raw client's snapshot");
+    raw.sendTexts(Array.from({ length: MAX_GATED_MESSAGES + 50 }, () => JSON.stringify({ type: "input", data: "x" })));
+    const notice = await waitFor(() => raw.texts.map((t) => JSON.parse(t)).find((m) => m.type === "notice"), "a notice");
+    expect(notice).toEqual({ type: "notice", message: INPUT_TOO_FAST });
+    raw.destroy();
   });
 });
