@@ -1,4 +1,3 @@
-import { readCapped } from "../platform/index.ts";
 import { renderInput, type Prompt } from "./prompt.ts";
 import { redactSecret, redactWholeSecret } from "./redact-secret.ts";
 import { RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
@@ -28,6 +27,16 @@ const MAX_REMOTE_MESSAGE = 500;
  * it again. A command's stdout has a cap of the same order.
  */
 export const MAX_COMPLETION_BYTES = 2 * 1024 * 1024;
+/**
+ * Past MAX_COMPLETION_BYTES the rest of an answer is still read, not kept, up
+ * to this many bytes, for the tokens the endpoint billed for it: they come
+ * after the content, and the spend limit must count them.
+ */
+const MAX_SKIPPED_BYTES = 64 * 1024 * 1024;
+/** The ends of an oversized answer searched for its usage: where an endpoint puts it, before or after the choices. */
+const USAGE_SEARCH_BYTES = 8192;
+/** An API key is visible ASCII: anything else cannot go in an Authorization header, and is a paste gone wrong. */
+const HEADER_SAFE_KEY = /^[\x21-\x7e]+$/;
 
 /** The chat-completions URL under a base URL, keeping the base's query (Azure's `?api-version=`). */
 export function completionsUrl(baseUrl: string): string {
@@ -65,20 +74,32 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
   /** Run one turn (see the class). */
   async run(request: RunnerRequest<OpenAiRunnerSettings>): Promise<RunnerResult> {
     const { settings, workflow } = request;
-    const key = await this.options.revealSecret(workflow.projectId, settings.apiKeySecret);
-    if (key === null) throw new RunnerFailedError(`Cannot find the project secret "${settings.apiKeySecret}" holding the API key`);
+    const stored = await this.options.revealSecret(workflow.projectId, settings.apiKeySecret);
+    if (stored === null) throw new RunnerFailedError(`Cannot find the project secret "${settings.apiKeySecret}" holding the API key`);
+    // A line break pasted with the key is forgiven; a space or an invisible character inside it cannot be sent at all.
+    const key = stored.trim();
+    if (!HEADER_SAFE_KEY.test(key)) {
+      throw new RunnerFailedError(`The API key in the project secret "${settings.apiKeySecret}" holds a character an HTTP header cannot carry (a space, or an invisible character pasted with it): store it again`);
+    }
     const exchange = await this.#exchange(request, key);
     if (!exchange) return { tokensUsed: 0, stopped: true };
     const { response, body } = exchange;
     // Billed even when the answer is refused below: the spend limit counts what the endpoint counted.
     const tokensUsed = tokenCount(body?.usage?.total_tokens);
     if (!response.ok) throw refusal(settings.baseUrl, response, body, key, { tokensUsed, now: this.options.now ?? Date.now });
-    const message = body?.choices?.[0]?.message;
+    const choice = body?.choices?.[0];
+    const message = choice?.message;
     if (!message || (message.content !== null && typeof message.content !== "string")) {
       throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered without a message`, { tokensUsed });
     }
+    // A model that declines says so in `refusal`, with no content: that is its answer to the sender.
+    const said = message.content || (typeof message.refusal === "string" ? message.refusal : "");
+    // No text, and stopped for another reason than being done (content_filter, tool_calls, length): nothing was answered.
+    if (!said.trim() && choice?.finish_reason && choice.finish_reason !== "stop") {
+      throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} gave no answer (finish_reason "${remoteText(String(choice.finish_reason), key)}")`, { tokensUsed });
+    }
     // An endpoint or proxy that echoes the request could put the key in the answer, which goes to the run row and the chat.
-    const text = redactWholeSecret((message.content ?? "").trim(), key);
+    const text = redactWholeSecret(said.trim(), key);
     if (text) request.emit([{ type: "answer", text }]);
     return { tokensUsed, stopped: false };
   }
@@ -97,11 +118,15 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         body: JSON.stringify({ model: settings.model, messages: chatMessages(request.prompt) }),
         signal,
+        // A redirect would re-send the thread to a host the workflow never named (a 307 keeps the body).
+        redirect: "manual",
       });
       // A stalled body is the timeout's too, and a cancel stops it: only a body that arrived and is not JSON is null.
-      const bytes = await readCapped(response.body, MAX_COMPLETION_BYTES);
-      if (bytes === null) throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered with more than ${MAX_COMPLETION_BYTES} bytes`);
-      return { response, body: parseJson(new TextDecoder().decode(bytes)) as CompletionBody | null };
+      const answer = await readAnswer(response.body);
+      if ("tooLarge" in answer) {
+        throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered with more than ${MAX_COMPLETION_BYTES} bytes`, { tokensUsed: answer.tokensUsed });
+      }
+      return { response, body: parseJson(new TextDecoder().decode(answer.bytes)) as CompletionBody | null };
     } catch (error) {
       if (request.signal.aborted) return null;
       if (error instanceof RunnerFailedError) throw error;
@@ -109,6 +134,42 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
       throw new RunnerUnavailableError(`Cannot reach the model endpoint ${settings.baseUrl}: ${remoteText((error as Error).message, key)}`);
     }
   }
+}
+
+/**
+ * An answer body up to MAX_COMPLETION_BYTES; past it, the tokens it was
+ * billed: the `total_tokens` found at either end of the body read on (not
+ * kept) up to MAX_SKIPPED_BYTES, else an estimate of a token per 4 bytes read.
+ */
+async function readAnswer(stream: ReadableStream<Uint8Array> | null): Promise<{ bytes: Uint8Array } | { tooLarge: true; tokensUsed: number }> {
+  if (!stream) return { bytes: new Uint8Array(0) };
+  const reader = stream.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  let tail: Uint8Array = new Uint8Array(0);
+  for (let part = await reader.read(); !part.done; part = await reader.read()) {
+    size += part.value.byteLength;
+    if (size <= MAX_COMPLETION_BYTES) parts.push(part.value);
+    else tail = lastBytes([tail, part.value], USAGE_SEARCH_BYTES);
+    if (size > MAX_SKIPPED_BYTES) {
+      void reader.cancel().catch(() => {});
+      break;
+    }
+  }
+  const bytes = Buffer.concat(parts);
+  if (size <= MAX_COMPLETION_BYTES) return { bytes };
+  const ends = [bytes.subarray(0, USAGE_SEARCH_BYTES), lastBytes([bytes, tail], USAGE_SEARCH_BYTES)].map((end) => new TextDecoder().decode(end));
+  const reported = ends.map((end) => [...end.matchAll(BILLED_TOKENS)].at(-1)?.[1]).find((count) => count !== undefined);
+  return { tooLarge: true, tokensUsed: reported === undefined ? Math.ceil(size / 4) : tokenCount(reported) };
+}
+
+/** `"total_tokens": N` as a key: inside a JSON string every `"` is escaped. */
+const BILLED_TOKENS = /(?<!\\)"total_tokens"\s*:\s*(\d+)/g;
+
+/** The last `count` bytes of `chunks` joined. */
+function lastBytes(chunks: Uint8Array[], count: number): Uint8Array {
+  const joined = Buffer.concat(chunks);
+  return joined.subarray(Math.max(0, joined.byteLength - count));
 }
 
 function parseJson(text: string): unknown {
@@ -126,7 +187,7 @@ function tokenCount(reported: unknown): number {
 }
 
 interface CompletionBody {
-  choices?: { message?: { role?: string; content?: string | null } }[];
+  choices?: { message?: { role?: string; content?: string | null; refusal?: unknown }; finish_reason?: unknown }[];
   usage?: { total_tokens?: number };
   error?: { message?: string } | string;
 }
@@ -136,7 +197,8 @@ function refusal(baseUrl: string, response: Response, body: CompletionBody | nul
   const raw = typeof body?.error === "string" ? body.error : body?.error?.message;
   const detail = raw ? `: ${remoteText(String(raw), key)}` : "";
   const busy = status === 429 || status >= 500;
-  const message = `The model endpoint ${baseUrl} answered ${status}${detail}`;
+  const redirect = status >= 300 && status < 400 ? ", a redirect, which is not followed: set the base URL to where the endpoint is" : "";
+  const message = `The model endpoint ${baseUrl} answered ${status}${redirect}${detail}`;
   if (!busy) return new RunnerFailedError(message, { tokensUsed: context.tokensUsed });
   const retryAfterMs = retryAfter(response.headers.get("retry-after"), context.now());
   return new RunnerUnavailableError(message, { tokensUsed: context.tokensUsed, ...(retryAfterMs === null ? {} : { retryAfterMs }) });

@@ -135,7 +135,7 @@ async function turnOutcome(deps: RunExecutionDeps, run: Run, workflow: Workflow,
         console.error(`hatch: cannot record that run ${run.id} waits to retry (${(refused as Error).message})`);
         return { outcome: { kind: "failed", error: describe(error) }, tokensUsed };
       }
-      if (tokensUsed > 0) deps.limits.record(run.projectId, run.queuedAt, { tokens: tokensUsed });
+      if (tokensUsed > 0) deps.limits.recordTokens(run.projectId, tokensUsed);
       deps.bus.publish({ type: "status", run: runRef(run), status: "waiting-retry" });
       return { retryAfterMs: delay };
     }
@@ -246,7 +246,7 @@ export function finish(deps: Pick<RunExecutionDeps, "runs" | "bus" | "platform" 
         : null,
   );
   if (!finished) return;
-  if (tokensUsed > 0) deps.limits.record(run.projectId, run.queuedAt, { tokens: tokensUsed });
+  if (tokensUsed > 0) deps.limits.recordTokens(run.projectId, tokensUsed);
   deps.bus.publish({ type: "finished", run: runRef(run), outcome });
 }
 

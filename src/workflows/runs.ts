@@ -260,7 +260,7 @@ export class Runs {
   /** The runner was unavailable: wait, then run again. `tokensUsed`: what the failed attempt still cost. */
   markWaitingRetry(runId: string, retryAt: number, error: string, tokensUsed = 0): void {
     const run = this.get(runId);
-    this.#set(runId, { status: "waiting-retry", retryAt, error, tokensUsed: (run?.tokensUsed ?? 0) + tokensUsed });
+    this.#set(runId, { status: "waiting-retry", retryAt, error: storableText(error), tokensUsed: (run?.tokensUsed ?? 0) + tokensUsed });
   }
 
   /** Finish a run unless it already finished; returns the finished run, or null when it had. */

@@ -1,4 +1,4 @@
-import { eq, gte, lt, sql } from "drizzle-orm";
+import { and, eq, gt, gte, lt, sql } from "drizzle-orm";
 import { workflowRuns, workflowSpendCarried, workflowSpendLimits, type Db } from "../db/index.ts";
 import { badRequest, HatchError } from "../platform/index.ts";
 
@@ -14,9 +14,16 @@ export interface SpendLimit {
 export const DEFAULT_SPEND_LIMIT: SpendLimit = { runsPerDay: 1000, tokensPerDay: 1_000_000 };
 /** The upper bound of either limit: past this a limit is not a limit. */
 export const MAX_SPEND_LIMIT = 100_000_000;
-/** Usage is counted per hour of the run's fire; "a day" is the last 24 whole hours plus the current one. */
+/**
+ * Usage is counted per hour: a run in the hour of its fire, tokens in the
+ * hour they were spent (after a restart, the hour their run last started);
+ * "a day" is the last 24 whole hours plus the current one.
+ */
 const HOUR_MS = 3600_000;
 const WINDOW_HOURS = 24;
+
+/** When a run's tokens were spent, as far as the row tells: when it last started (a run that never started spent none). */
+const TOKENS_SPENT_AT = sql<number>`coalesce(${workflowRuns.startedAt}, ${workflowRuns.queuedAt})`;
 
 /** The code of a fire refused by a spend limit (HTTP 429). */
 export const SPEND_LIMIT_REACHED = "spend_limit_reached";
@@ -115,17 +122,28 @@ export class SpendLimits {
 
   #keepUsageOf(workflowId: string): void {
     const since = (this.#hour(this.now()) - WINDOW_HOURS) * HOUR_MS;
-    this.db.run(sql`
-      INSERT INTO workflow_spend_carried (project_id, hour, runs, tokens)
-      SELECT project_id, queued_at / ${HOUR_MS} AS fired_hour, count(*), coalesce(sum(tokens_used), 0)
-      FROM workflow_runs WHERE workflow_id = ${workflowId} AND queued_at >= ${since} GROUP BY project_id, fired_hour
-      ON CONFLICT (project_id, hour) DO UPDATE SET runs = runs + excluded.runs, tokens = tokens + excluded.tokens`);
+    for (const [spent, at] of [[sql`count(*), 0`, sql`queued_at`], [sql`0, sum(tokens_used)`, TOKENS_SPENT_AT]] as const) {
+      this.db.run(sql`
+        INSERT INTO workflow_spend_carried (project_id, hour, runs, tokens)
+        SELECT project_id, ${at} / ${HOUR_MS} AS spent_hour, ${spent}
+        FROM workflow_runs WHERE workflow_id = ${workflowId} AND ${at} >= ${since} AND (${at} = queued_at OR tokens_used > 0) GROUP BY project_id, spent_hour
+        ON CONFLICT (project_id, hour) DO UPDATE SET runs = runs + excluded.runs, tokens = tokens + excluded.tokens`);
+    }
   }
 
-  /** Count an accepted run (or tokens a run spent) in the hour the run was fired. */
-  record(projectId: string, queuedAt: number, spent: { runs?: number; tokens?: number }): void {
+  /** Count accepted runs in the hour they were fired (`queuedAt`); a negative count takes back one not kept. */
+  recordRuns(projectId: string, queuedAt: number, runs: number): void {
+    this.#record(projectId, queuedAt, { runs });
+  }
+
+  /** Count tokens a run just spent, in the current hour: a run may start a day after its fire. */
+  recordTokens(projectId: string, tokens: number): void {
+    this.#record(projectId, this.now(), { tokens });
+  }
+
+  #record(projectId: string, at: number, spent: { runs?: number; tokens?: number }): void {
     const buckets = this.#buckets(projectId);
-    const hour = this.#hour(queuedAt);
+    const hour = this.#hour(at);
     const bucket = buckets.get(hour) ?? { runs: 0, tokens: 0 };
     bucket.runs += spent.runs ?? 0;
     bucket.tokens += spent.tokens ?? 0;
@@ -147,15 +165,22 @@ export class SpendLimits {
   #load(): void {
     this.#loaded = true;
     const oldest = this.#hour(this.now()) - WINDOW_HOURS;
-    const hour = sql<number>`${workflowRuns.queuedAt} / ${sql.raw(String(HOUR_MS))}`;
-    const live = this.db
-      .select({ projectId: workflowRuns.projectId, hour, runs: sql<number>`count(*)`, tokens: sql<number>`coalesce(sum(${workflowRuns.tokensUsed}), 0)` })
+    const firedHour = sql<number>`${workflowRuns.queuedAt} / ${sql.raw(String(HOUR_MS))}`;
+    const fired = this.db
+      .select({ projectId: workflowRuns.projectId, hour: firedHour, runs: sql<number>`count(*)`, tokens: sql<number>`0` })
       .from(workflowRuns)
       .where(gte(workflowRuns.queuedAt, oldest * HOUR_MS))
-      .groupBy(workflowRuns.projectId, hour)
+      .groupBy(workflowRuns.projectId, firedHour)
+      .all();
+    const spentHour = sql<number>`${TOKENS_SPENT_AT} / ${sql.raw(String(HOUR_MS))}`;
+    const spent = this.db
+      .select({ projectId: workflowRuns.projectId, hour: spentHour, runs: sql<number>`0`, tokens: sql<number>`sum(${workflowRuns.tokensUsed})` })
+      .from(workflowRuns)
+      .where(and(gte(TOKENS_SPENT_AT, oldest * HOUR_MS), gt(workflowRuns.tokensUsed, 0)))
+      .groupBy(workflowRuns.projectId, spentHour)
       .all();
     this.db.delete(workflowSpendCarried).where(lt(workflowSpendCarried.hour, oldest)).run();
     const carried = this.db.select().from(workflowSpendCarried).all();
-    for (const row of [...live, ...carried]) this.record(row.projectId, Number(row.hour) * HOUR_MS, { runs: Number(row.runs), tokens: Number(row.tokens) });
+    for (const row of [...fired, ...spent, ...carried]) this.#record(row.projectId, Number(row.hour) * HOUR_MS, { runs: Number(row.runs), tokens: Number(row.tokens) });
   }
 }

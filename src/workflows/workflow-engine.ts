@@ -84,12 +84,12 @@ export class WorkflowEngine implements AsyncDisposable {
     const workflow = this.#accept(request);
     const pending = runs.create({ workflow, trigger: request.trigger, text: request.text ?? null, source: request.source });
     // Counted now, before the row commits, so a burst in one turn cannot slip past the limit together; refunded if it never commits.
-    limits.record(pending.projectId, pending.queuedAt, { runs: 1 });
+    limits.recordRuns(pending.projectId, pending.queuedAt, 1);
     let run: Run;
     try {
       run = await pending.recorded;
     } catch (error) {
-      limits.record(pending.projectId, pending.queuedAt, { runs: -1 });
+      limits.recordRuns(pending.projectId, pending.queuedAt, -1);
       throw error;
     }
     if (request.onUpdate) this.#follow(run.id, request.onUpdate);

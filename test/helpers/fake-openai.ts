@@ -23,6 +23,12 @@ export interface FakeReply {
   contentAsParts?: boolean;
   /** Send the status and headers, then stall the body until the request goes away. */
   stallBody?: boolean;
+  /** A refusal as OpenAI sends one (`content: null`, `refusal: <text>`). */
+  refusal?: string;
+  /** The choice's finish_reason (default "stop"); with `content` absent, the content is null, as for `content_filter`. */
+  finishReason?: string;
+  /** Leave `usage` out of the completion, as some compatible servers do. */
+  withoutUsage?: boolean;
 }
 
 /** A request the fake received. */
@@ -40,6 +46,8 @@ export interface FakeOpenAi extends AsyncDisposable {
   requests: FakeRequest[];
   /** Queue a scripted reply; unscripted requests get `fake answer <n>`. */
   reply(reply: FakeReply): void;
+  /** The size in bytes of the last completion body sent. */
+  lastResponseBytes(): number;
 }
 
 /** Tokens reported when a reply does not say. */
@@ -49,6 +57,7 @@ const DEFAULT_TOTAL_TOKENS = 42;
 export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
   const requests: FakeRequest[] = [];
   const script: FakeReply[] = [];
+  let lastResponseBytes = 0;
   const server = Bun.serve({
     port: 0,
     hostname: "127.0.0.1",
@@ -73,21 +82,29 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
         return Response.json({ error: { message, type: next.status === 429 ? "requests" : "server_error", code: null } }, { status: next.status, headers });
       }
       const total = next.totalTokens ?? DEFAULT_TOTAL_TOKENS;
-      const content = next.contentAsParts ? [{ type: "text", text: next.content ?? "" }] : (next.content ?? "");
-      return Response.json({
+      const content = next.contentAsParts
+        ? [{ type: "text", text: next.content ?? "" }]
+        : next.refusal !== undefined || (next.finishReason !== undefined && next.content === undefined)
+          ? null
+          : (next.content ?? "");
+      const message = next.refusal === undefined ? { role: "assistant", content } : { role: "assistant", content, refusal: next.refusal };
+      const completion = JSON.stringify({
         id: `chatcmpl-${requests.length}`,
         object: "chat.completion",
         created: Math.floor(Date.now() / 1000),
         model: body.model,
-        choices: [{ index: 0, message: { role: "assistant", content }, logprobs: null, finish_reason: "stop" }],
-        usage: { prompt_tokens: total - 2, completion_tokens: 2, total_tokens: total },
+        choices: [{ index: 0, message, logprobs: null, finish_reason: next.finishReason ?? "stop" }],
+        ...(next.withoutUsage ? {} : { usage: { prompt_tokens: total - 2, completion_tokens: 2, total_tokens: total } }),
       });
+      lastResponseBytes = Buffer.byteLength(completion);
+      return new Response(completion, { headers: { "content-type": "application/json" } });
     },
   });
   return {
     baseUrl: `http://127.0.0.1:${server.port}/v1`,
     requests,
     reply: (reply) => void script.push(reply),
+    lastResponseBytes: () => lastResponseBytes,
     [Symbol.asyncDispose]: async () => void (await server.stop(true)),
   };
 }

@@ -363,3 +363,123 @@ describe("the openai runner", () => {
     expect(run.error).toStartWith(`Cannot reach the model endpoint ${baseUrl}:`);
   });
 });
+
+describe("what the openai runner makes of an endpoint's answer, and what it counts", () => {
+  test("tokens a run spends count against the day they are spent in: runs that start a day after their fire cannot all pass the token limit", async () => {
+    let shift = 0;
+    const now = () => Date.now() + shift;
+    await using world = await startWorld({}, { now, workflows: { poolSize: 1, retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    expect((await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 100, tokensPerDay: 100 })).status).toBe(200);
+    // The one worker is held, so the fires below wait in the queue (as they would across a day-long outage).
+    const holder = await createWorkflow(owner.client, { name: "Holder", instruction: "Hold.", runner: { kind: "command", command: "sleep 300" } });
+    const holding = (await fire(world, holder.id, (await issueToken(owner.client, holder.id)).token)).body.runId;
+    await waitForRun(owner.client, holder.id, holding, (r) => r.status === "running");
+    const runIds: string[] = [];
+    for (const text of ["a", "b", "c"]) {
+      openai.reply({ content: `answer ${text}`, totalTokens: 60 });
+      const fired = await fire(world, workflow.id, token, { text });
+      expect(fired.status).toBe(202);
+      runIds.push(fired.body.runId);
+    }
+    shift = 25 * 3600_000;
+    await owner.client.post(`/api/workflows/${holder.id}/runs/${holding}/cancel`);
+    const runs = [];
+    for (const id of runIds) runs.push(await waitForRun(owner.client, workflow.id, id));
+    // 60 tokens spent, then 120 (past the 100 of the limit): the third run must be refused at its start, and a new fire too.
+    expect({ requests: openai.requests.length, third: runs[2]!.status, used: (await owner.client.get("/api/workflows/spend-limit")).body.used.tokens }).toEqual({
+      requests: 2,
+      third: "failed",
+      used: 120,
+    });
+  });
+
+  test("an endpoint's error text with a NUL is stored as U+FFFD while the run waits to retry, as every other stored error is", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [60_000] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    openai.reply({ status: 503, errorMessage: "\u0000overloaded, try later" });
+    const runId = (await fire(world, workflow.id, token, { text: "hi" })).body.runId;
+    const waiting = await waitForRun(owner.client, workflow.id, runId, (r) => r.status === "waiting-retry");
+    const expected = `The model endpoint ${openai.baseUrl} answered 503: \uFFFDoverloaded, try later`;
+    const listed = (await owner.client.get(`/api/workflows/${workflow.id}/runs`)).body.runs[0];
+    expect({ row: waiting.error, listed: listed.error }).toEqual({ row: expected, listed: expected });
+    await owner.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+  });
+
+  test("a refusal is the model's answer; a filtered completion with no text fails the run, naming why: neither is a silent success", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    openai.reply({ refusal: "I'm sorry, I can't help with that." });
+    openai.reply({ finishReason: "content_filter" });
+    const outcomes = [];
+    for (const text of ["a", "b"]) {
+      const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text })).body.runId);
+      outcomes.push({ status: run.status, answers: answers(run), error: run.error });
+    }
+    expect(outcomes).toEqual([
+      { status: "succeeded", answers: ["I'm sorry, I can't help with that."], error: null },
+      { status: "failed", answers: [], error: `The model endpoint ${openai.baseUrl} gave no answer (finish_reason "content_filter")` },
+    ]);
+  });
+
+  test("tokens an endpoint reports for an answer over 2 MiB count against the spend limit, as for any answer the runner cannot read", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    // About what 2 MiB of text costs: the usage the endpoint billed comes after the content.
+    openai.reply({ content: "x ".repeat(MAX_COMPLETION_BYTES / 2), totalTokens: 600_000 });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect(run.status).toBe("failed");
+    expect({ tokensUsed: run.tokensUsed, used: (await owner.client.get("/api/workflows/spend-limit")).body.used.tokens }).toEqual({ tokensUsed: 600_000, used: 600_000 });
+  });
+
+  test("an answer over 2 MiB with no usage found counts a token per 4 bytes read", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    openai.reply({ content: "y".repeat(MAX_COMPLETION_BYTES), withoutUsage: true });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    const bodyBytes = openai.lastResponseBytes();
+    expect({ status: run.status, tokensUsed: run.tokensUsed }).toEqual({ status: "failed", tokensUsed: Math.ceil(bodyBytes / 4) });
+  });
+
+  test("a redirect to another origin is not followed: the conversation does not go to a host the creator never named", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using elsewhere = startFakeOpenAi({ apiKey: API_KEY });
+    const port = new URL(elsewhere.baseUrl).port;
+    // The configured endpoint answers every request with a 307 to another origin (a compromised or misconfigured proxy).
+    const redirector = Bun.serve({ port: 0, hostname: "127.0.0.1", fetch: () => new Response(null, { status: 307, headers: { location: `http://localhost:${port}/v1/chat/completions` } }) });
+    world.onDispose(() => void redirector.stop(true));
+    const { owner, workflow, token } = await openAiSetup(world, `http://127.0.0.1:${redirector.port}/v1`, { mode: "fresh" });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "my private message" })).body.runId);
+    expect({ status: run.status, forwarded: elsewhere.requests.map((r) => JSON.stringify(r.body.messages).includes("my private message")) }).toEqual({ status: "failed", forwarded: [] });
+    expect(run.error).toStartWith(`The model endpoint http://127.0.0.1:${redirector.port}/v1 answered 307, a redirect, which is not followed`);
+  });
+
+  test("an API key a header cannot carry fails the run at once, not as an unreachable endpoint retried", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [10, 10] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    // Pasted from a web page with a zero-width space at its end.
+    expect((await owner.client.put("/api/secrets/project/openai-key", { value: `${API_KEY}\u200b` })).status).toBe(200);
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect({ status: run.status, attempts: run.attempts, unreachable: run.error!.startsWith("Cannot reach") }).toEqual({ status: "failed", attempts: 1, unreachable: false });
+    expect({ error: run.error, requests: openai.requests.length }).toEqual({
+      error: `The API key in the project secret "openai-key" holds a character an HTTP header cannot carry (a space, or an invisible character pasted with it): store it again`,
+      requests: 0,
+    });
+  });
+
+  test("a line break pasted after the API key is forgiven", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    expect((await owner.client.put("/api/secrets/project/openai-key", { value: `${API_KEY}\n` })).status).toBe(200);
+    openai.reply({ content: "hello" });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect({ status: run.status, answers: answers(run) }).toEqual({ status: "succeeded", answers: ["hello"] });
+  });
+});

@@ -27,13 +27,13 @@ function limitsAt(start: number) {
       );
       for (const id of ids) add.run(id, id);
     },
-    /** A finished run of `workflowId` that spent `tokens`, fired at `queuedAt`. */
-    run(id: string, workflowId: string, number: number, tokens: number, queuedAt: number) {
+    /** A finished run of `workflowId` that spent `tokens`, fired at `queuedAt` (and started then, unless `startedAt` says otherwise). */
+    run(id: string, workflowId: string, number: number, tokens: number, queuedAt: number, startedAt = queuedAt) {
       sqlite
         .prepare(
-          `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at) VALUES (?, ?, 'p', ?, 'manual', 'fresh', 'succeeded', '{}', ?, ?)`,
+          `INSERT INTO workflow_runs (id, workflow_id, project_id, number, trigger_kind, mode, status, source, tokens_used, queued_at, started_at) VALUES (?, ?, 'p', ?, 'manual', 'fresh', 'succeeded', '{}', ?, ?, ?)`,
         )
-        .run(id, workflowId, number, tokens, queuedAt);
+        .run(id, workflowId, number, tokens, queuedAt, startedAt);
     },
     [Symbol.dispose]() {
       database.close();
@@ -46,7 +46,8 @@ describe("spend limits over a day counted in whole hours", () => {
   test("a run fired at 10:20 counts until 11:00 the next day, between 24 and 25 hours after its fire", () => {
     using setup = limitsAt(FIRED_AT);
     const limits = setup.limits();
-    limits.record("p", FIRED_AT, { runs: 1, tokens: 70 });
+    limits.recordRuns("p", FIRED_AT, 1);
+    limits.recordTokens("p", 70);
     const usageAt = (at: number) => {
       setup.clock.now = at;
       return limits.usage("p");
@@ -68,8 +69,24 @@ describe("spend limits over a day counted in whole hours", () => {
     expect(limits.usage("p")).toEqual({ runs: 2, tokens: 12 });
     limits.set("p", { runsPerDay: 3, tokensPerDay: 1000 });
     expect(() => limits.check("p", false)).not.toThrow();
-    limits.record("p", FIRED_AT, { runs: 1 });
+    limits.recordRuns("p", FIRED_AT, 1);
     expect(() => limits.check("p", false)).toThrow("The project's spend limit of 3 runs per day is reached");
+  });
+
+  test("tokens count in the hour they were spent, not the hour of the fire: a run fired 30 hours ago that ran an hour ago counts its tokens, not itself", () => {
+    using setup = limitsAt(FIRED_AT);
+    const { sqlite } = setup.database;
+    setup.workflows("w", "gone");
+    setup.run("late", "w", 1, 40, FIRED_AT - 30 * HOUR, FIRED_AT - HOUR);
+    setup.run("late-gone", "gone", 1, 2, FIRED_AT - 30 * HOUR, FIRED_AT - HOUR);
+    const limits = setup.limits();
+    // As it happens: the fire long ago, the tokens now.
+    limits.recordRuns("p", FIRED_AT - 30 * HOUR, 1);
+    limits.recordTokens("p", 5);
+    expect(limits.usage("p")).toEqual({ runs: 0, tokens: 42 + 5 });
+    // After a restart, from the rows, and from what a deleted workflow's runs spent.
+    limits.deleteKeepingUsage("gone", () => sqlite.exec(`DELETE FROM workflows WHERE id = 'gone'`));
+    expect(setup.limits().usage("p")).toEqual({ runs: 0, tokens: 42 });
   });
 
   test("what a deleted workflow's runs spent is kept per hour, counted by the next process, and pruned once out of the window", () => {
