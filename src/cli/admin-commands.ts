@@ -249,6 +249,7 @@ export const adminCommands: Command[] = [
   },
   {
     path: ["admin", "setting", "get"],
+    readsOnly: true,
     summary: "Show one setting, or all of them: server-wide, or in force for a project",
     positionals: [{ name: "KEY", required: false }],
     options: { project: settingProject },

@@ -33,6 +33,8 @@ export interface Command {
    * shows as `\n`, so it cannot fake a row).
    */
   human?(result: unknown): string | string[];
+  /** Only reads: refused on a data dir holding no database, rather than answered from a new, empty one. */
+  readsOnly?: boolean;
 }
 
 /** Raised for bad arguments: the CLI prints usage and exits non-zero. */

@@ -1,6 +1,8 @@
+import { existsSync, writeSync } from "node:fs";
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, type HatchConfig } from "../config.ts";
-import { openDataDir } from "../db/index.ts";
+import { DATABASE_FILE, openDataDir } from "../db/index.ts";
 import { HatchError, openPlatform, type Platform } from "../platform/index.ts";
 import { UsageError, type Command, type CommandContext, type OptionSpec } from "./command.ts";
 import { printableJson, printableLines, printableText } from "./printable.ts";
@@ -28,7 +30,8 @@ export async function runCli(
   commands: Command[],
   options: { io?: CliIo; env?: Record<string, string | undefined>; stdin?: () => Promise<string>; serve?: (config: HatchConfig) => Promise<void> } = {},
 ): Promise<number> {
-  const io = options.io ?? { out: (t) => console.log(t), err: (t) => console.error(t) };
+  // Written through, not buffered: a result that cannot be written (a full disk, a closed pipe) must fail the command.
+  const io = options.io ?? { out: (t) => writeFully(1, t), err: (t) => writeFully(2, t) };
   if (argv[0] === "serve") {
     if (!options.serve) return EXIT.usage;
     if (argv.includes("--help")) {
@@ -61,10 +64,12 @@ export async function runCli(
     return EXIT.usage;
   }
   let parsed;
+  const args = argv.slice(command.path.length);
+  const known = { ...command.options, json: { type: "boolean" as const }, help: { type: "boolean" as const } };
   try {
     parsed = parseArgs({
-      args: argv.slice(command.path.length),
-      options: { ...command.options, json: { type: "boolean" }, help: { type: "boolean" } },
+      args,
+      options: known,
       allowPositionals: true,
       strict: true,
       tokens: true,
@@ -75,7 +80,9 @@ export async function runCli(
     }
     checkArguments(command, parsed.values, parsed.positionals, parsed.tokens);
   } catch (error) {
-    io.err(`hatch: ${(error as Error).message}\n\n${commandUsage(command)}`);
+    // parseArgs quotes the word, and an unquoted password's rest (`--password Tr0ub4dor --and-more`) is one.
+    const message = (error as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ? unknownOption(args, Object.keys(known)) : (error as Error).message;
+    io.err(`hatch: ${message}\n\n${commandUsage(command)}`);
     return EXIT.usage;
   }
   const opened: { current: { platform: Platform; close(): void } | null } = { current: null };
@@ -89,13 +96,12 @@ export async function runCli(
   }
   const ctx: CommandContext = {
     config,
-    platform: async () => (opened.current ??= await openDataDirPlatform(config)).platform,
+    platform: async () => (opened.current ??= await openDataDirPlatform(config, command.readsOnly === true)).platform,
     readStdin: options.stdin ?? (async () => ""),
   };
   try {
     const result = await command.run(ctx, parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
-    io.out(parsed.values.json || !command.human ? printableJson(result, 2) : printableLines(command.human(result)));
-    return EXIT.ok;
+    return printed(io, parsed.values.json || !command.human ? printableJson(result, 2) : printableLines(command.human(result))) ? EXIT.ok : EXIT.failed;
   } catch (error) {
     if (error instanceof UsageError) {
       io.err(`hatch: ${error.message}\n\n${commandUsage(command)}`);
@@ -111,7 +117,11 @@ export async function runCli(
   }
 }
 
-async function openDataDirPlatform(config: HatchConfig) {
+async function openDataDirPlatform(config: HatchConfig, readsOnly: boolean) {
+  // A mistyped HATCH_DATA_DIR, or `./data` from another directory than the server's, must not read as an empty log.
+  if (readsOnly && !existsSync(join(config.dataDir, DATABASE_FILE))) {
+    throw new HatchError("data_dir_empty", 500, `There is no hatch database in ${config.dataDir}: is HATCH_DATA_DIR the server's data dir?`);
+  }
   let database;
   try {
     database = openDataDir(config.dataDir);
@@ -122,6 +132,46 @@ async function openDataDirPlatform(config: HatchConfig) {
     // A data dir that is a file, a database that is not one, a truncated key: the operator's to fix, one line as `serve` says it.
     throw new HatchError("data_dir_unusable", 500, `Cannot open the data dir ${config.dataDir}: ${(error as Error).message}`);
   }
+}
+
+/**
+ * Print a command's result; false, said on stderr, when it cannot be written:
+ * the command ran, and what it showed once (a new token) is lost.
+ */
+function printed(io: CliIo, text: string): boolean {
+  try {
+    io.out(text);
+    return true;
+  } catch (error) {
+    const reason = (error as { code?: string }).code ?? (error as Error).message;
+    try {
+      io.err(`hatch: done, but its output could not be written (${reason}): what it showed once, such as a new token, is lost (rotate a token again)`);
+    } catch {
+      // stderr is gone too: the exit code is all that is left to say it.
+    }
+    return false;
+  }
+}
+
+/** `text` and a line break on file descriptor `fd`, all of it, or a throw (ENOSPC, EPIPE, EBADF). */
+function writeFully(fd: number, text: string): void {
+  const bytes = Buffer.from(`${text}\n`);
+  for (let at = 0; at < bytes.length; ) {
+    try {
+      at += writeSync(fd, bytes, at);
+    } catch (error) {
+      // A pipe its reader set non-blocking is full for now, not broken.
+      if ((error as { code?: string }).code !== "EAGAIN") throw error;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
+  }
+}
+
+/** parseArgs' unknown-option refusal, by position: the word itself may be half a secret. */
+function unknownOption(args: string[], known: string[]): string {
+  const end = args.indexOf("--");
+  const at = args.findIndex((arg, i) => (end === -1 || i < end) && arg.startsWith("-") && arg !== "-" && !known.includes(arg.replace(/^--?/, "").split("=")[0]!));
+  return `unknown option at position ${at + 1} (quote a value that holds spaces)`;
 }
 
 function findCommand(argv: string[], commands: Command[]): Command | undefined {

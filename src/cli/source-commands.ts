@@ -40,6 +40,7 @@ export const sourceCommands: Command[] = [
   },
   {
     path: ["admin", "source", "list"],
+    readsOnly: true,
     summary: "List a project's sources",
     options: { project },
     run: async (ctx, v) => {
@@ -103,6 +104,7 @@ export const sourceCommands: Command[] = [
   },
   {
     path: ["admin", "source", "rule", "list"],
+    readsOnly: true,
     summary: "List a source's rules with their ids",
     options: { project, source: { type: "string", required: true, description: "source slug" } },
     run: async (ctx, v) => {

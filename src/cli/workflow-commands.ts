@@ -61,6 +61,9 @@ export const workflowCommands: Command[] = [
       timeout: { type: "string", description: "command timeout in seconds (default 120)" },
     },
     run: async (ctx, v) => {
+      // Malformed values first: a usage error (exit 2), whatever the project and owner turn out to be.
+      const runner = { kind: "command" as const, command: str(v, "command"), timeoutSeconds: timeout(v) };
+      const threadMode = mode(v.mode);
       const platform = await ctx.platform();
       const project = platform.projects.requireBySlug(str(v, "project"));
       const owner = platform.users.requireByEmail(str(v, "owner"));
@@ -72,8 +75,8 @@ export const workflowCommands: Command[] = [
           createdBy: owner.id,
           name: str(v, "name"),
           instruction: typeof v.instruction === "string" ? v.instruction : undefined,
-          runner: { kind: "command", command: str(v, "command"), timeoutSeconds: timeout(v) },
-          mode: mode(v.mode),
+          runner,
+          mode: threadMode,
         });
       return platform.audit.recorded(create, (workflow) => ({
         action: "workflow.add",
@@ -90,6 +93,7 @@ export const workflowCommands: Command[] = [
   },
   {
     path: ["workflow", "list"],
+    readsOnly: true,
     summary: "List a project's workflows",
     options: { project: { type: "string", required: true, description: "project slug" } },
     run: async (ctx, v) => {
@@ -163,6 +167,7 @@ export const workflowCommands: Command[] = [
   },
   {
     path: ["workflow", "runs"],
+    readsOnly: true,
     summary: "Show a workflow's latest runs with status and answers",
     options: {
       workflow: { type: "string", required: true, description: "workflow id" },

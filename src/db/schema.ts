@@ -124,7 +124,8 @@ export const auditLog = sqliteTable(
     target: text("target"),
     detail: text("detail"),
   },
-  (t) => [index("audit_project_at").on(t.projectId, t.at), index("audit_action_at").on(t.action, t.at)],
+  // Pages are read newest first by id within a project or an action: ordered so, a page costs its rows, not a sort of the whole log.
+  (t) => [index("audit_project_id").on(t.projectId, t.id), index("audit_action_id").on(t.action, t.id)],
 );
 
 /** Secrets encrypted with AES-256-GCM; the plaintext never leaves `Secrets`. */

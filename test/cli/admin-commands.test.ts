@@ -344,7 +344,7 @@ describe("the hatch CLI", () => {
   test("two `user add` of one email at once: one creates it, the other gets user_exists with exit 1", async () => {
     using dir = tempDataDir();
     // Set the data dir up first, so the two race only on the user.
-    expect((await hatchCli(dir, ["admin", "setting", "get"])).code).toBe(0);
+    expect((await hatchCli(dir, ["admin", "setting", "set", "terminalMaxSessions", "8"])).code).toBe(0);
     const add = () => hatchCli(dir, ["admin", "user", "add", "--email", "race@example.com", "--password", "race pass 1", "--json"]);
     const results = await Promise.all([add(), add()]);
     expect(results.map((r) => r.code).sort()).toEqual([0, 1]);

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { auditCommands } from "../../src/cli/index.ts";
+import { Audit, MAX_AUDIT_PAGE } from "../../src/platform/index.ts";
 import { hatchCli, hatchCliProcess } from "../helpers/cli.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
@@ -31,8 +32,8 @@ describe("hatch admin audit", () => {
 
     const human = await audit(world);
     expect(human.out.trimEnd().split("\n")).toEqual([
-      expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  user\\.password  server-wide  user ${member.user.email}  target ${member.user.email}  \\{"signedOut":1,"via":"cli"\\}$`)),
-      expect.stringMatching(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  settings\\.update  ${project.slug}  user ${admin.user.email}  target terminalMaxSessions  \\{"value":3\\}$`)),
+      expect.stringMatching(new RegExp(`^#\\d+  \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  user\\.password  server-wide  user ${member.user.email}  target ${member.user.email}  \\{"signedOut":1,"via":"cli"\\}$`)),
+      expect.stringMatching(new RegExp(`^#\\d+  \\d{4}-\\d\\d-\\d\\dT[\\d:.]+Z  settings\\.update  ${project.slug}  user ${admin.user.email}  target terminalMaxSessions  \\{"value":3\\}$`)),
     ]);
   });
 
@@ -75,5 +76,25 @@ describe("hatch admin audit", () => {
     const run = await hatchCliProcess(world.config.dataDir, ["admin", "audit", "--server", "--json"]);
     expect(run.code).toBe(0);
     expect(JSON.parse(run.out)).toEqual([expect.objectContaining({ action: "user.password", userEmail: member.user.email })]);
+  });
+});
+
+describe("hatch admin audit reaches the whole log", () => {
+  test("past the newest 1,000 entries, as GET /api/audit does with before=: the server-wide entries have no other reader", async () => {
+    await using world = await startWorld();
+    const log = new Audit(world.platform.db);
+    // A password reset long ago, then a busy stretch of 1,000 newer server-wide entries (passwords set, users added).
+    world.hatch.sqlite.transaction(() => {
+      log.write({ action: "user.password", target: "leaked@example.com", detail: { signedOut: 3, via: "cli" } });
+      for (let i = 0; i < MAX_AUDIT_PAGE; i++) log.write({ action: "user.add", target: `u${i}@example.com`, detail: { via: "cli" } });
+    })();
+    const page = await audit(world, "--server", "--limit", String(MAX_AUDIT_PAGE), "--json");
+    expect(page.code).toBe(0);
+    const entries = page.json<{ id: number; target: string }[]>();
+    expect(entries.map((e) => e.target)).not.toContain("leaked@example.com");
+    // The next page, from the last entry's id, as the README's paging of /api/audit and `workflow runs --before` do.
+    const next = await audit(world, "--server", "--before", String(entries.at(-1)!.id), "--json");
+    expect({ code: next.code, err: next.err.split("\n")[0] }).toEqual({ code: 0, err: "" });
+    expect(next.json<{ target: string }[]>().map((e) => e.target)).toEqual(["leaked@example.com"]);
   });
 });

@@ -1,7 +1,8 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import { adminCommands, runCli, sourceCommands } from "../../src/cli/index.ts";
+import { existsSync, readdirSync } from "node:fs";
+import { adminCommands, auditCommands, runCli, sourceCommands } from "../../src/cli/index.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { hatchCli, tempDataDir } from "../helpers/cli.ts";
 
@@ -28,6 +29,13 @@ describe("the CLI's usage errors", () => {
     const result = await hatchCli(dir, ["admin", "user", "add", "--email", "a@example.com", "--password", "correct", "horse-battery-staple"]);
     expect({ code: result.code, echoed: result.err.includes("horse-battery-staple") }).toEqual({ code: 2, echoed: false });
     expect(result.err).toStartWith("hatch: unexpected argument at position 1 (quote a value that holds spaces)");
+  });
+
+  test("nor is a rest that starts with a dash (an unquoted password \"Tr0ub4dor --and-3-more-words\"), which parseArgs takes for an unknown option", async () => {
+    using dir = tempDataDir();
+    const result = await hatchCli(dir, ["admin", "user", "add", "--email", "a@example.com", "--password", "Tr0ub4dor", "--and-3-more-words"]);
+    expect({ code: result.code, echoed: result.err.includes("more-words") }).toEqual({ code: 2, echoed: false });
+    expect(result.err).toStartWith("hatch: unknown option at position 5 (quote a value that holds spaces)\n\nusage: hatch admin user add");
   });
 });
 
@@ -62,5 +70,16 @@ describe("--json error output", () => {
       parsed = `not JSON: ${err.trim()}`;
     }
     expect(parsed).toEqual({ error: { code: expect.any(String), message: expect.stringContaining("HATCH_PORT") } });
+  });
+});
+
+describe("a data dir that is not there", () => {
+  test("a read such as admin audit --server is refused (exit 1) rather than answered from a new, empty database made on the spot", async () => {
+    using parent = tempDataDir();
+    // A HATCH_DATA_DIR typo, or `./data` read from another working directory than the server's.
+    const missing = join(parent, "dtaa");
+    const read = await hatchCli(missing, ["admin", "audit", "--server"], auditCommands);
+    expect({ code: read.code, out: read.out, created: existsSync(missing) }).toEqual({ code: 1, out: "", created: false });
+    expect(read.err).toBe(`hatch: There is no hatch database in ${missing}: is HATCH_DATA_DIR the server's data dir?\n`);
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminCommands, sourceCommands, workflowCommands } from "../../src/cli/index.ts";
@@ -65,6 +65,51 @@ describe("workflow token rotate", () => {
       expect(example!.includes(token!)).toBe(false);
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("workflow add's malformed values", () => {
+  test("are usage errors (exit 2) whatever the project and owner, as workflow runs checks its values first: not a refusal (exit 1) that hides them", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
+    try {
+      const cli = (argv: string[]) => hatchCli(dir, argv, commands);
+      const bad: [string[], string][] = [
+        [["--timeout", "0"], "--timeout must be"],
+        [["--mode", "fresh-per-fire"], "--mode must be one of"],
+      ];
+      for (const [values, message] of bad) {
+        // A script's first run on a new server: the project is not made yet, or its slug mistyped.
+        const refused = await cli(["workflow", "add", "--project", "nope", "--owner", "o@example.com", "--name", "W", "--command", "cat", ...values]);
+        expect({ values, code: refused.code, err: refused.err.split("\n")[0] }).toEqual({ values, code: 2, err: expect.stringContaining(message) });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("workflow token rotate whose output cannot be written", () => {
+  test("exits non-zero: the old token is already dead and the new one reached nobody (stdout on a full disk)", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const { token: old } = await issueToken(member.client, workflow.id);
+    // `hatch workflow token rotate --workflow ID --json > token.json` on a full disk: every write to stdout fails (ENOSPC).
+    const full = openSync("/dev/full", "w");
+    try {
+      const child = Bun.spawn([process.execPath, "src/cli.ts", "workflow", "token", "rotate", "--workflow", workflow.id, "--json"], {
+        env: { PATH: process.env.PATH ?? "/usr/bin:/bin", HATCH_DATA_DIR: world.config.dataDir },
+        stdout: full,
+        stderr: "pipe",
+      });
+      const [err, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+      const oldTokenStatus = (await fire(world, workflow.id, old, { text: "x" })).status;
+      // The rotation happened (the old token answers 401), so a script must learn that it never got the new token.
+      expect({ oldTokenStatus, code, stderr: err.trim() }).toEqual({ oldTokenStatus: 401, code: 1, stderr: expect.stringMatching(/.+/) });
+    } finally {
+      closeSync(full);
     }
   });
 });

@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { drizzle } from "drizzle-orm/bun-sqlite";
+import * as schema from "../../src/db/schema.ts";
 import { Audit } from "../../src/platform/index.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -55,5 +57,26 @@ describe("the audit log", () => {
     const bad = await admin.client.get("/api/audit?since=yesterday");
     expect(bad.status).toBe(400);
     expect(bad.body.error.message).toContain("since");
+  });
+});
+
+describe("reading a page of a long audit log", () => {
+  test("a page of one project's, one action's or the server-wide entries is read in id order from an index, never by sorting all of them", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    // The same log over the same database, with every query it sends captured.
+    const sent: { sql: string; params: unknown[] }[] = [];
+    const logged = drizzle(world.hatch.sqlite, { schema, logger: { logQuery: (sql, params) => void sent.push({ sql, params }) } });
+    const audit = new Audit(logged);
+    const plans = [{ projectId: project.id }, { projectId: null }, { action: "terminal.session" }, { projectId: project.id, since: 1, before: 100 }].map((query) => {
+      sent.length = 0;
+      audit.query({ ...query, limit: 1 });
+      const [{ sql, params }] = sent as [{ sql: string; params: unknown[] }];
+      const plan = world.hatch.sqlite.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as { detail: string }[];
+      return { query, plan: plan.map((step) => step.detail).join("; ") };
+    });
+    // A sort would show as "USE TEMP B-TREE FOR ORDER BY"; a scan of the whole log as "SCAN audit_log".
+    expect(plans.filter(({ plan }) => /TEMP B-TREE|SCAN audit_log\b(?! USING)/.test(plan))).toEqual([]);
+    expect(plans.map(({ plan }) => /USING (COVERING )?INDEX audit_(project|action)_id/.test(plan))).toEqual([true, true, true, true]);
   });
 });

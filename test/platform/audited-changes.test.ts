@@ -8,6 +8,7 @@ import { DATABASE_FILE } from "../../src/db/index.ts";
 import { hatchCli, tempDataDir } from "../helpers/cli.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 import { commandWorkflow, fire, issueToken } from "../helpers/workflows.ts";
+import { TERMINAL } from "../helpers/terminal.ts";
 
 /** Make every insert into the audit log fail, as a lock held past the busy timeout or a full disk would. */
 function auditLogFails(sqlite: Database): Disposable {
@@ -107,3 +108,22 @@ describe("a change and its audit entry are one transaction", () => {
   });
 });
 
+describe("rules the service writes itself", () => {
+  test("the defaults seeded at a source's first attach (owners and admins rwx, members r) are in the project's audit log, as every other rule added is", async () => {
+    const mount = mkdtempSync(join(tmpdir(), "hatch-mount-"));
+    await using world = await startWorld({ HATCH_OS_MOUNTS: mount });
+    world.onDispose(() => rmSync(mount, { recursive: true, force: true }));
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    const member = await world.signedIn(project, "member");
+    expect((await admin.client.post("/api/sources", { slug: "docs", kind: "local", root: mount })).status).toBe(201);
+    // The member's listing is the source's first attach: three rules appear, one of them what the member may now read.
+    expect((await member.client.get(`${TERMINAL}/sources`)).status).toBe(200);
+    const rules = (await admin.client.get("/api/sources/docs/rules")).body.rules as { subject: string; perms: string }[];
+    expect(rules.map((r) => `${r.subject}:${r.perms}`)).toEqual(["owner:rwx", "admin:rwx", "member:r"]);
+    const entries = (await admin.client.get("/api/audit?action=source.rule")).body.entries;
+    expect(entries).toEqual([
+      expect.objectContaining({ userId: null, target: "docs", detail: { seeded: true, rules: [{ role: "owner", perms: "rwx" }, { role: "admin", perms: "rwx" }, { role: "member", perms: "r" }] } }),
+    ]);
+  });
+});
