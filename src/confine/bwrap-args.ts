@@ -68,13 +68,17 @@ export function bwrapArgs(layout: BwrapLayout): string[] {
   // No --clearenv: the helper's arguments (the program's env among them) arrive in bwrap's
   // environment, kept off its host-visible command line. The helper hands the program exactly
   // its --env list, and Landlock keeps the program from reading bwrap's PID 1's environ.
-  args.push("--ro-bind", "/", "/", "--dev", "/dev", "--size", String(DEV_SHM_BYTES), "--tmpfs", "/dev/shm", "--proc", "/proc");
+  args.push("--ro-bind", "/", "/");
   const layered: { path: string; mount: string[] }[] = [
     ...layout.hide.map((dir) => ({ path: dir, mount: ["--tmpfs", dir] })),
     ...layout.conceal.map((hidden) => ({ path: hidden.path, mount: cover(hidden) })),
     ...layout.roots.map((root) => ({ path: root.path, mount: [root.write ? "--bind" : "--ro-bind", root.path, root.path] })),
     ...layout.policyDeny.map((hidden) => ({ path: hidden.path, mount: cover(hidden) })),
     ...layout.expose.map((path) => ({ path, mount: ["--ro-bind", path, path] })),
+    // The sandbox's own /dev, /dev/shm and /proc, in the same order: a source rooted at / must not bind the host's over them.
+    { path: "/dev", mount: ["--dev", "/dev"] },
+    { path: "/dev/shm", mount: ["--size", String(DEV_SHM_BYTES), "--tmpfs", "/dev/shm"] },
+    { path: "/proc", mount: ["--proc", "/proc"] },
   ];
   // Deeper paths last (a stable sort keeps hide, conceal, roots, policy denies, expose at one path, and roots parents first).
   for (const { mount } of layered.sort((a, b) => depth(a.path) - depth(b.path))) args.push(...mount);

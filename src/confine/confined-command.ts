@@ -66,6 +66,18 @@ export interface ConfinedCommand {
 const OUTER_ENV: Record<string, string> = {};
 /** Shared dirs full of other processes' sockets and files, hidden by an empty tmpfs in bwrap. */
 const SHARED_DIRS = ["/tmp", "/var/tmp", "/run", "/var/run"];
+/**
+ * What a sandbox of `mode` hides from a tab by default, whatever its policy:
+ * the host secrets, and under bwrap the shared dirs too. A root below one of
+ * them still shows through.
+ *
+ * @example
+ * hiddenFromSandbox("landlock") // ["/root", "/etc/shadow", ..., "/var/log", ...]
+ */
+export function hiddenFromSandbox(mode: string): string[] {
+  return [...HOST_SECRET_PATHS, ...(mode === "landlock+bwrap" ? SHARED_DIRS : [])];
+}
+
 /** Devices every shell uses; the terminal on fds 0-2 is added by the helper itself. */
 const STANDARD_DEVICES = ["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
 /**

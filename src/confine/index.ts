@@ -17,6 +17,7 @@ export {
   type ConfinementMode,
   defaultLandlockHelper,
   type HelperCommand,
+  hiddenFromSandbox,
   type PlanOptions,
   planConfinedCommand,
 } from "./confined-command.ts";

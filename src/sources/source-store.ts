@@ -51,6 +51,8 @@ export const MAX_CONNECTOR_LENGTH = 100;
 export const MAX_SUBJECT_LENGTH = 100;
 /** Slugs the product itself uses for synthetic tabs. */
 const RESERVED_SLUGS = new Set(["container-root"]);
+/** The slug of the host plane's own tab, listed when no host source exists. */
+export const HOST_TAB_SLUG = "host";
 /** The connector of each kind, when the caller names none. */
 const DEFAULT_CONNECTOR: Record<SourceKind, string> = { local: "fs", host: "host-broker", brain: "vector", webtop: "webtop" };
 
@@ -84,6 +86,10 @@ export class SourceStore {
   /** Add a source. Local and host sources need an absolute root. */
   add(projectId: string, input: NewSource): Source {
     if (!SLUG.test(input.slug) || RESERVED_SLUGS.has(input.slug)) throw badRequest("invalid_slug", `Cannot add source: "${input.slug}" is not a valid slug`);
+    // The host plane's tab is called "host" when no host source exists: another kind of that name would be a second "host" tab.
+    if (input.slug === HOST_TAB_SLUG && input.kind !== "host") {
+      throw badRequest("invalid_slug", `Cannot add source: "${HOST_TAB_SLUG}" is kept for a host source (the host plane's tab)`);
+    }
     // Here, not only in the route's schema: the CLI adds sources too.
     if ((input.root?.length ?? 0) > MAX_PATH_LENGTH) throw badRequest("invalid_root", `Cannot add source "${input.slug}": a root has at most ${MAX_PATH_LENGTH} characters`);
     if ((input.label?.length ?? 0) > MAX_LABEL_LENGTH) throw badRequest("invalid_label", `Cannot add source "${input.slug}": a label has at most ${MAX_LABEL_LENGTH} characters`);
@@ -107,7 +113,8 @@ export class SourceStore {
       label: input.label?.trim() || input.slug,
       kind: input.kind,
       connector: input.connector ?? DEFAULT_CONNECTOR[input.kind],
-      root: needsRoot ? input.root! : (input.root ?? null),
+      // `..`, `.`, `//` and a trailing slash written out, so the root reads as the directory sessions open.
+      root: needsRoot ? resolve(input.root!) : (input.root ?? null),
       enabled: true,
       running: true,
       seededAt: null,

@@ -1,9 +1,9 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { isSystemPath, realPathOrSelf, rootInvalid } from "../confine/index.ts";
+import { hiddenFromSandbox, isSystemPath, realPathOrSelf, rootInvalid } from "../confine/index.ts";
 import { badRequest, can, FEATURES, forbidden, notFound, requireFeature, unavailable, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
-import { effectivePermissions, formatPerms, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type RecordChange, type Source, type SourceStore } from "../sources/index.ts";
+import { effectivePermissions, formatPerms, HOST_TAB_SLUG, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type RecordChange, type Source, type SourceStore } from "../sources/index.ts";
 import { CONTAINER_ROOT, type Destination, type DestinationResolver } from "./destination.ts";
 
 /** Why a disabled source's tab cannot open, local or host. */
@@ -127,8 +127,11 @@ export class SourceDestinations implements DestinationResolver {
     const confine = unconfined ? null : this.#confineRequest(policy, root);
     const problem = confine === null ? null : closedPathProblem(confine, root, this.options.neverWritable);
     if (problem !== null) throw rootInvalid(`Cannot open "${sourceSlug}": ${problem}`, { source: sourceSlug });
-    // A bare spawn reads whatever the service's user may; a confined tab only what its policy lets it.
-    const closed = confine?.deny.map(realPathOrSelf) ?? [];
+    // A bare spawn reads whatever the service's user may; a confined tab only what its policy lets it, never what
+    // its sandbox hides (a host secret, bwrap's shared dirs) unless its root lies below that: the same refusal either way.
+    const mode = this.options.confinement().mode;
+    const hidden = confine === null || mode === null ? [] : hiddenFromSandbox(mode).filter((path) => !isInside(root, path));
+    const closed = [...(confine?.deny.map(realPathOrSelf) ?? []), ...hidden];
     const readable = (path: string) => confine === null || (policy.at(relative(root, path)).read && !closed.some((d) => isInside(path, d)));
     const cwd = resolveCwd(root, requestedCwd, sourceSlug, readable);
     const authority = authorityOf(policy, source.slug, root, unconfined);
@@ -227,7 +230,7 @@ export class SourceDestinations implements DestinationResolver {
 
 /** The host plane's tab when no host source is offered to a `terminal.native` holder: listed, never selectable. */
 const NO_HOST_SOURCE: SourceEntry = {
-  slug: "host",
+  slug: HOST_TAB_SLUG,
   label: "Host",
   kind: "host",
   selectable: false,
