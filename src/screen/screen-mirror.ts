@@ -446,7 +446,8 @@ export class ScreenMirror {
   #startOver(): void {
     const previous = this.#terminal;
     try {
-      this.#open((this.#scanner.fullScreen ? ENTER_ALT_SCREEN : "") + (this.#scanner.pendingText() ?? ""));
+      // A sequence too long to keep is absorbed to its end rather than printed as text.
+      this.#open((this.#scanner.fullScreen ? ENTER_ALT_SCREEN : "") + (this.#scanner.pendingText() ?? this.#scanner.restAbsorber ?? ""));
     } catch {
       // The thread is stopped or keeps failing: the failure it reported stands.
       return;

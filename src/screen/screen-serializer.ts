@@ -155,7 +155,8 @@ function placeCursor(terminal: Terminal, buffer: IBuffer, top: number): string {
   const link = linkOpener(terminal)(cell);
   // An empty cell cannot be printed; a space looks the same.
   const char = cell.getChars() || " ";
-  return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${sgr(cell)}${link ? `${link}${char}${CLOSE_LINK}` : char}${sgr(current)}`;
+  // Protected text stays so (DECSCA is not an SGR); the SGR after it ends protection again.
+  return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${sgr(cell)}${protectionSequence(cell)}${link ? `${link}${char}${CLOSE_LINK}` : char}${sgr(current)}`;
 }
 
 /** The attributes the next character is printed with; xterm.js keeps them only internally. */
@@ -178,7 +179,8 @@ function saveCursor(
 ): string | undefined {
   const saved = savedCursor(terminal, buffer);
   if (!saved) return undefined;
-  const attributes = sgr(saved.attributes);
+  // DECSC saves protection (DECSCA) with the attributes: text printed after a DECRC is protected if it was then.
+  const attributes = sgr(saved.attributes) + protectionSequence(saved.attributes);
   // DECSC saves the character set in use: the client's G0, invoked, is set to it for a moment.
   const charset = savedCharsetDesignation(terminal, buffer);
   if (saved.x === 0 && saved.y === 0 && attributes === RESET_ATTRIBUTES && charset === "") return "";

@@ -178,6 +178,23 @@ describe("a mirror whose PTY cannot be paused", () => {
     expect(mirror.missedSince(mirror.offset - 12)).toEqual(encode("\x1b[31mred\x1b[0m"));
   });
 
+  test("starting over inside a long OSC (an OSC 52 copy or an inline image under a flood) does not print the rest of it as text", async () => {
+    using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
+    mirror.write(encode("$ "));
+    // A 16 MiB OSC 52 copy from a program in raw mode (flow control off): its start is long gone from the scanner's tail.
+    mirror.write(encode("\x1b]52;c;"));
+    const base64 = encode("QUJD".repeat(16 * 1024));
+    for (let left = 16 * MIB - mirror.backlog; left > 0; left -= base64.length) mirror.write(base64.slice(0, left));
+    expect(mirror.backlog).toBe(16 * MIB);
+    // Past the limit: the terminal starts over with the OSC still open; its end and the prompt follow.
+    mirror.write(encode("QUJDQUJD\x07done\r\n$ "));
+
+    const { client } = await attach(mirror, 1000);
+    const screen = Array.from({ length: 24 }, (_, y) => client.buffer.active.getLine(client.buffer.active.baseY + y)!.translateToString(true)).filter(Boolean);
+    // A terminal fed the same stream shows no base64: the OSC is taken in whole.
+    expect(screen).toEqual(["done", "$ "]);
+  }, 30_000);
+
   test("starts over on the alternate screen when a full-screen app runs", async () => {
     using mirror = new ScreenMirror({ parser, cols: 80, rows: 24, scrollback: 1000 });
     mirror.write(encode("$ top\r\n\x1b[?1049h"));

@@ -355,3 +355,25 @@ describe("counts past the screen", () => {
   });
 });
 
+describe("protected text (DECSCA) at the right edge", () => {
+  test("a protected character filling the row's last cell (cursor waiting to wrap) stays protected after a snapshot", async () => {
+    using subject = new MirrorUnderTest({ cols: 10, rows: 4, scrollback: 100 });
+    // A form's protected label reaching the right edge; the program turns protection off, the cursor waits to wrap.
+    subject.write('ab\r\n\x1b[1"qPROTECTED!\x1b[0"q');
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    // DECSED: erase everything not protected.
+    await expectSameAfter(subject, client, "\x1b[?2J", expect, "DECSED after the snapshot");
+  });
+});
+
+describe("saved cursor state", () => {
+  test("text printed after DECRC is protected when the cursor was saved (DECSC) with protection on", async () => {
+    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
+    // A form program: save the cursor while printing protected labels, turn protection off, restore later.
+    subject.write('\x1b[1"qName:\x1b7\x1b[0"q alice\r\n');
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    await expectSameAfter(subject, client, "\x1b8 KEEP\x1b[?2J", expect, "DECRC, print, then DECSED after the snapshot");
+  });
+});
