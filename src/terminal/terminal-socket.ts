@@ -134,7 +134,8 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
   recheck.unref?.();
   // A view whose peer vanished without closing would hold the session from the reaper for ever.
   const stopPinging = keepAlive(ws, options.heartbeatMs);
-  ws.on("message", (data, isBinary) => onMessage(session, view, ws, gate, isBinary ? null : data.toString()));
+  const flood = { told: false };
+  ws.on("message", (data, isBinary) => onMessage(session, view, ws, gate, flood, isBinary ? null : data.toString()));
   ws.on("close", () => {
     stopHearing();
     clearInterval(recheck);
@@ -144,7 +145,11 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
   });
 }
 
-function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessGate, text: string | null): void {
+/**
+ * One client message. `flood.told` is set once the view was told input of its
+ * was dropped at the gate, so a flood gets one notice, not one per message.
+ */
+function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessGate, flood: { told: boolean }, text: string | null): void {
   let message: unknown;
   try {
     message = text === null ? null : JSON.parse(text);
@@ -158,15 +163,19 @@ function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessG
     ws.close(CLOSE.badMessage, "Expected a JSON message: input, resize, takeControl or ack");
     return;
   }
-  // Refused only while a flood waits on a slow access decision: said as the input bucket says it.
-  const refused = () => session.views.control(view, { type: "notice", message: INPUT_TOO_FAST });
+  // The gate refuses only while a flood waits on a slow access decision. Lost input is said once, as the input
+  // bucket says it; a lost resize or take control is not (a client repeating them while reading nothing queues nothing).
   switch (message.type) {
-    case "input":
-      return void (gate.run(() => session.input(view, message.data), message.data.length) || refused());
+    case "input": {
+      const taken = gate.run(() => session.input(view, message.data), message.data.length);
+      if (!taken && !flood.told) session.views.control(view, { type: "notice", message: INPUT_TOO_FAST });
+      flood.told = !taken;
+      return;
+    }
     case "resize":
-      return void (gate.run(() => session.resize(view, message.cols, message.rows)) || refused());
+      return void gate.run(() => session.resize(view, message.cols, message.rows));
     case "takeControl":
-      return void (gate.run(() => session.views.takeControl(view)) || refused());
+      return void gate.run(() => session.views.takeControl(view));
     case "ack":
       // An ack carries no authority: it only lets output flow to this view.
       return session.views.ack(view, message.bytes);

@@ -48,7 +48,7 @@ describe("client frames the terminal WebSocket refuses", () => {
     await runAndSee(terminal, "echo still-$((3+4))", "still-7");
   });
 
-  test("a flood of input frames read in one go is capped while its access decision is under way: the rest are dropped with a notice", async () => {
+  test("a flood of input frames read in one go is capped while its access decision is under way: the rest are dropped, with one notice for the flood", async () => {
     await using world = await startWorld();
     const { owner } = await ownerRootSession(world);
     const raw = await RawWebSocket.open(terminalUrl(world, "s"), { cookie: owner.client.cookieHeader });
@@ -56,6 +56,9 @@ describe("client frames the terminal WebSocket refuses", () => {
     raw.sendTexts(Array.from({ length: MAX_GATED_MESSAGES + 50 }, () => JSON.stringify({ type: "input", data: "x" })));
     const notice = await waitFor(() => raw.texts.map((t) => JSON.parse(t)).find((m) => m.type === "notice"), "a notice");
     expect(notice).toEqual({ type: "notice", message: INPUT_TOO_FAST });
+    // The 256 taken reached the shell; the 50 refused were told of once.
+    await waitFor(() => raw.tail.includes("x".repeat(MAX_GATED_MESSAGES)), "the taken input's echo");
+    expect(raw.texts.map((t) => JSON.parse(t)).filter((m) => m.type === "notice")).toHaveLength(1);
     raw.destroy();
   });
 });
