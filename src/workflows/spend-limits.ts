@@ -122,13 +122,16 @@ export class SpendLimits {
 
   #keepUsageOf(workflowId: string): void {
     const since = (this.#hour(this.now()) - WINDOW_HOURS) * HOUR_MS;
-    for (const [spent, at] of [[sql`count(*), 0`, sql`queued_at`], [sql`0, sum(tokens_used)`, TOKENS_SPENT_AT]] as const) {
-      this.db.run(sql`
-        INSERT INTO workflow_spend_carried (project_id, hour, runs, tokens)
-        SELECT project_id, ${at} / ${HOUR_MS} AS spent_hour, ${spent}
-        FROM workflow_runs WHERE workflow_id = ${workflowId} AND ${at} >= ${since} AND (${at} = queued_at OR tokens_used > 0) GROUP BY project_id, spent_hour
-        ON CONFLICT (project_id, hour) DO UPDATE SET runs = runs + excluded.runs, tokens = tokens + excluded.tokens`);
-    }
+    const carry = sql`ON CONFLICT (project_id, hour) DO UPDATE SET runs = runs + excluded.runs, tokens = tokens + excluded.tokens`;
+    // Runs by the hour of their fire, tokens by the hour they were spent: as `#load` counts them.
+    this.db.run(sql`
+      INSERT INTO workflow_spend_carried (project_id, hour, runs, tokens)
+      SELECT project_id, queued_at / ${HOUR_MS} AS fired_hour, count(*), 0
+      FROM workflow_runs WHERE workflow_id = ${workflowId} AND queued_at >= ${since} GROUP BY project_id, fired_hour ${carry}`);
+    this.db.run(sql`
+      INSERT INTO workflow_spend_carried (project_id, hour, runs, tokens)
+      SELECT project_id, ${TOKENS_SPENT_AT} / ${HOUR_MS} AS spent_hour, 0, sum(tokens_used)
+      FROM workflow_runs WHERE workflow_id = ${workflowId} AND ${TOKENS_SPENT_AT} >= ${since} AND tokens_used > 0 GROUP BY project_id, spent_hour ${carry}`);
   }
 
   /** Count accepted runs in the hour they were fired (`queuedAt`); a negative count takes back one not kept. */
