@@ -15,7 +15,7 @@ export { CLOSE_SESSION_ENDED, INPUT_TOO_FAST, PtySession, type SessionInfo } fro
 export { createPtySpawner, type ConfinePlanner } from "./pty-spawner.ts";
 export { execInSession, type ExecResult } from "./session-exec.ts";
 export { SESSION_ID, type SessionKey, type SessionNamespace } from "./session-key.ts";
-export { SessionManager, sessionNotFound, type SessionLimits } from "./session-manager.ts";
+export { SessionManager, sessionNotFound, type CreateSessionRequest, type SessionLimits } from "./session-manager.ts";
 export { MAX_UNREAD_BYTES, MAX_VIEWS_PER_SESSION, MAX_VIEWS_PER_USER, type View } from "./session-views.ts";
 export { COMMAND_TEXT_VARIABLE, shellCommand } from "./shell-command.ts";
 export { defaultShellDeps, selectShell } from "./shell-selection.ts";

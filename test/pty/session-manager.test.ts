@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
 import { bunTerminalBackend, createPtySpawner, openProcessCgroups, type PtyProcess, SessionManager } from "../../src/pty/index.ts";
 import { ParserThread } from "../../src/screen/index.ts";
+import { managerOptions, shellAtRoot } from "../helpers/session-manager.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 
 /** A parser thread that counts the terminals open on it. */
@@ -29,22 +30,13 @@ test("a create whose spawn fails leaves no scratch dir, no cgroup and no termina
   const base = mkdtempSync(join(tmpdir(), "hatch-manager-"));
   using parser = new CountingParser();
   const cgroups = await openProcessCgroups({ dataDir: base });
-  const manager = new SessionManager({
-    scratchBase: base,
-    parser,
-    spawner: () => {
-      throw new HatchError("root_invalid", 400, "Cannot use root: it leads outside the source");
-    },
-    cgroups,
-    limits: { maxSessions: () => 8, scrollbackLines: () => 1000, idleShutdownMs: () => 60_000 },
-    protectedPaths: [],
-    inputBucket: { capacity: 65536, refillPerSecond: 32768 },
-    now: () => Date.now(),
-  });
+  const refuse = () => {
+    throw new HatchError("root_invalid", 400, "Cannot use root: it leads outside the source");
+  };
+  const manager = new SessionManager(managerOptions({ base, parser, spawner: refuse, cgroups }));
   try {
-    const namespace = { userId: "u", projectId: "p", agentId: null };
     for (let i = 0; i < 5; i++) {
-      const create = manager.create({ namespace, id: `s${i}`, cols: 80, rows: 24, readOnly: false, authority: "{}", sourceSlug: "x", cwd: "/", launch: (scratch) => ({ sourceSlug: "x", cwd: "/", argv: ["/bin/sh"], env: {}, scratch, confine: null }) });
+      const create = manager.create(shellAtRoot(`s${i}`));
       await expect(create).rejects.toThrow("outside the source");
     }
     expect(readdirSync(base)).toEqual([]);
@@ -66,28 +58,17 @@ test("shutdown refuses new creates with 503 and ends a create that was still spa
     return process;
   }, null);
   const cgroups = await openProcessCgroups({ dataDir: base });
-  const manager = new SessionManager({
-    scratchBase: base,
-    parser,
-    spawner,
-    cgroups,
-    limits: { maxSessions: () => 8, scrollbackLines: () => 1000, idleShutdownMs: () => 60_000 },
-    protectedPaths: [],
-    inputBucket: { capacity: 65536, refillPerSecond: 32768 },
-    now: () => Date.now(),
-  });
-  const namespace = { userId: "u", projectId: "p", agentId: null };
-  const request = (id: string) => ({ namespace, id, cols: 80, rows: 24, readOnly: false, authority: "{}", sourceSlug: "x", cwd: "/", launch: (scratch: string) => ({ sourceSlug: "x", cwd: "/", argv: ["/bin/sh"], env: {}, scratch, confine: null }) });
+  const manager = new SessionManager(managerOptions({ base, parser, spawner, cgroups }));
   try {
-    await manager.create(request("live"));
+    await manager.create(shellAtRoot("live"));
     // create() runs up to its first await (the scratch dir) before dispose() begins: it is mid-spawn.
-    const midSpawn = manager.create(request("mid-spawn")).then(() => null, (error: HatchError) => error);
+    const midSpawn = manager.create(shellAtRoot("mid-spawn")).then(() => null, (error: HatchError) => error);
     await manager.dispose();
     // dispose() returns only once the create it interrupted has ended its shell too.
     expect(await Promise.race([Promise.all(spawned.map((process) => process.exited)).then(() => "all exited"), Bun.sleep(0).then(() => "still running")])).toBe("all exited");
     const refused = await midSpawn;
     expect({ status: refused?.status, code: refused?.code }).toEqual({ status: 503, code: "shutting_down" });
-    const late = await manager.create(request("late")).then(() => null, (error: HatchError) => error);
+    const late = await manager.create(shellAtRoot("late")).then(() => null, (error: HatchError) => error);
     expect({ status: late?.status, code: late?.code }).toEqual({ status: 503, code: "shutting_down" });
     expect(spawned.length).toBe(2);
     expect(manager.count()).toBe(0);
@@ -109,19 +90,9 @@ test("a view that typed and then detached is let go: the session keeps no hold o
   const base = mkdtempSync(join(tmpdir(), "hatch-manager-"));
   using parser = new ParserThread();
   const cgroups = await openProcessCgroups({ dataDir: base });
-  const manager = new SessionManager({
-    scratchBase: base,
-    parser,
-    spawner: createPtySpawner(bunTerminalBackend, null),
-    cgroups,
-    limits: { maxSessions: () => 8, scrollbackLines: () => 1000, idleShutdownMs: () => 60_000 },
-    protectedPaths: [],
-    inputBucket: { capacity: 65536, refillPerSecond: 32768 },
-    now: () => Date.now(),
-  });
+  const manager = new SessionManager(managerOptions({ base, parser, spawner: createPtySpawner(bunTerminalBackend, null), cgroups }));
   try {
-    const namespace = { userId: "u", projectId: "p", agentId: null };
-    const { session } = await manager.create({ namespace, id: "s", cols: 80, rows: 24, readOnly: false, authority: "{}", sourceSlug: "x", cwd: "/", launch: (scratch) => ({ sourceSlug: "x", cwd: "/", argv: ["/bin/sh"], env: {}, scratch, confine: null }) });
+    const { session } = await manager.create(shellAtRoot("s"));
     // In a function of its own, so nothing in this test's scope holds the view or its sink.
     const typeThenLeave = () => {
       let seen = "";
