@@ -88,12 +88,14 @@ export class Blocklist {
     const bomb = forkBomb(line);
     if (bomb) return bomb;
     const { commands, substitutions } = parseShellLine(line);
-    const places = this.#places(commands, cwd);
+    // Each command's argv, wrappers removed, once: every check below reads it.
+    const argvs = commands.map((command) => commandArgv(command.words));
+    const places = this.#places(argvs, cwd);
     for (const [i, command] of commands.entries()) {
-      const reason = this.#command(command, depth, places[i]!);
+      const reason = this.#command(command, argvs[i]!, depth, places[i]!);
       if (reason) return reason;
     }
-    const reason = environmentDump(commands) ?? this.#paths(commands, places);
+    const reason = environmentDump(commands, argvs) ?? this.#paths(commands, argvs, places);
     if (reason) return reason;
     for (const inner of substitutions) {
       const nested = this.#check(inner, depth + 1, cwd);
@@ -107,11 +109,10 @@ export class Blocklist {
    * line moves the rest, as in `cd / && rm -rf usr`; after `cd -` the
    * directory is unknown.
    */
-  #places(commands: SimpleCommand[], cwd: string | undefined): LinePlace[] {
+  #places(argvs: string[][], cwd: string | undefined): LinePlace[] {
     const home = this.#home;
-    return commands.map((command) => {
+    return argvs.map(([program, ...args]) => {
       const place = { home, cwd };
-      const [program, ...args] = commandArgv(command.words);
       if (program === "cd" || program === "pushd") {
         const target = args.find((a) => !a.startsWith("-") || a === "-");
         const path = target === undefined ? home : target === "-" ? undefined : this.#expandHome(fromDirectory(target, cwd));
@@ -125,8 +126,7 @@ export class Blocklist {
     return this.#home ? path.replace(OWN_HOME, this.#home) : path;
   }
 
-  #command(command: SimpleCommand, depth: number, place: LinePlace): string | null {
-    const argv = commandArgv(command.words);
+  #command(command: SimpleCommand, argv: string[], depth: number, place: LinePlace): string | null {
     const [program = "", ...args] = argv;
     // `PROMPT_COMMAND='…'`, alone or before a command, and `export PROMPT_COMMAND='…'` / `declare …`.
     const assigned = command.words.map((word) => CODE_VARIABLES.exec(word)?.[2]).filter((value) => value !== undefined);
@@ -159,10 +159,10 @@ export class Blocklist {
     return power(program, args) ?? killEverything(program, args);
   }
 
-  #paths(commands: SimpleCommand[], places: LinePlace[]): string | null {
+  #paths(commands: SimpleCommand[], argvs: string[][], places: LinePlace[]): string | null {
     // What echo and printf print is text, not a path, even where it reads as one from the directory.
     const paths = commands.flatMap((c, i) => {
-      const cwd = TEXT_PRINTERS.has(commandArgv(c.words)[0] ?? "") ? undefined : places[i]!.cwd;
+      const cwd = TEXT_PRINTERS.has(argvs[i]![0] ?? "") ? undefined : places[i]!.cwd;
       return [...c.words, ...c.redirects.map((r) => r.target)].flatMap(pathTokens).map((token) => fromDirectory(token, cwd));
     });
     for (const token of paths) {
@@ -382,8 +382,7 @@ function secretProbe(program: string, args: string[], expansions: string[]): str
 }
 
 /** `env | grep -i token`, `set | grep KEY`: a dump filtered for secret-looking names. */
-function environmentDump(commands: SimpleCommand[]): string | null {
-  const argvs = commands.map((c) => commandArgv(c.words));
+function environmentDump(commands: SimpleCommand[], argvs: string[][]): string | null {
   // `env` is also a wrapper (`env FOO=1 make`); with nothing left to run, it prints the environment.
   const bareEnv = (c: SimpleCommand, argv: string[]) => argv.length === 0 && c.words.some((w) => baseName(w) === "env");
   const dumps = argvs.some(

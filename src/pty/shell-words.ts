@@ -65,6 +65,7 @@ const MAX_BRACE_WORDS = 64;
 
 /** The words bash makes of `text` with `braces` put back in, in bash's order: `{a,b}{c,d}` is ac ad bc bd. */
 function expandBraces(text: string, braces: { at: number; items: string[] }[]): string[] {
+  if (braces.length === 0) return [text];
   let words = [""];
   let from = 0;
   for (const { at, items } of braces) {

@@ -1,9 +1,6 @@
 import { isInside } from "./paths.ts";
-import type { AuditEntryInput } from "../platform/index.ts";
+import type { Audit } from "../platform/index.ts";
 import type { Source, SourceStore } from "./source-store.ts";
-
-/** Writes a change and its audit entry in one transaction (`Audit.recorded`). */
-export type RecordChange = <T>(change: () => T, entry: (result: T) => AuditEntryInput | null) => T;
 
 /**
  * Seed a local source's default per-role permissions at its first attach, when
@@ -14,7 +11,7 @@ export type RecordChange = <T>(change: () => T, entry: (result: T) => AuditEntry
  * The rules, the seeded mark and a `source.rule` entry (no user: the service
  * wrote them) are one transaction, so a stop half way seeds nothing twice.
  */
-export function seedDefaultsOnFirstAttach(store: SourceStore, record: RecordChange, source: Source, osMounts: readonly string[], now: number): Source {
+export function seedDefaultsOnFirstAttach(store: SourceStore, audit: Pick<Audit, "recorded">, source: Source, osMounts: readonly string[], now: number): Source {
   if (source.seededAt !== null || source.kind !== "local" || !source.root) return source;
   const inMount = osMounts.some((mount) => isInside(source.root!, mount));
   const seed = () => {
@@ -22,7 +19,7 @@ export function seedDefaultsOnFirstAttach(store: SourceStore, record: RecordChan
     store.markSeeded(source.id, now);
     return added;
   };
-  record(seed, (added) =>
+  audit.recorded(seed, (added) =>
     added.length ? { action: "source.rule", projectId: source.projectId, target: source.slug, detail: { seeded: true, rules: added.map(({ subject, perms }) => ({ role: subject, perms })) } } : null,
   );
   return { ...source, seededAt: now };

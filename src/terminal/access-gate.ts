@@ -1,15 +1,14 @@
+/** Messages one connection may have waiting on a decision; a client flooding a slow decision gets the rest refused. */
+export const MAX_GATED_MESSAGES = 256;
+/** Input bytes one connection may have waiting on a decision (16 bursts of the input bucket). */
+export const MAX_GATED_BYTES = 1024 * 1024;
+
 /**
  * Runs a connection's messages that need authority (input, resize, take
  * control) only after its access was decided again, in arrival order. Messages
  * arriving while a decision is under way share it, so a fast typist costs one
  * decision at a time, not one per key.
  */
-
-/** Messages one connection may have waiting on a decision; a client flooding a slow decision gets the rest refused. */
-export const MAX_GATED_MESSAGES = 256;
-/** Input bytes one connection may have waiting on a decision (16 bursts of the input bucket). */
-export const MAX_GATED_BYTES = 1024 * 1024;
-
 export class AccessGate {
   #pending: Promise<boolean> | null = null;
   #queue: Promise<unknown> = Promise.resolve();

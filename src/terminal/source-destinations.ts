@@ -1,9 +1,9 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
 import { hiddenFromSandbox, isSystemPath, realPathOrSelf, rootInvalid } from "../confine/index.ts";
-import { badRequest, can, FEATURES, forbidden, notFound, requireFeature, unavailable, type ProjectCaller } from "../platform/index.ts";
+import { badRequest, can, FEATURES, forbidden, notFound, requireFeature, unavailable, type Audit, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
-import { effectivePermissions, formatPerms, HOST_TAB_SLUG, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type RecordChange, type Source, type SourceStore } from "../sources/index.ts";
+import { effectivePermissions, formatPerms, HOST_TAB_SLUG, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
 import { CONTAINER_ROOT, type Destination, type DestinationResolver } from "./destination.ts";
 
 /** Why a disabled source's tab cannot open, local or host. */
@@ -32,8 +32,8 @@ export interface SourceEntry {
 /** Collaborators of the source destinations. */
 export interface SourceDestinationsOptions {
   store: SourceStore;
-  /** Writes a change with its audit entry (`Audit.recorded`): the rules seeded at a source's first attach. */
-  record: RecordChange;
+  /** Where the rules seeded at a source's first attach are written with their entry. */
+  audit: Pick<Audit, "recorded">;
   /** Deployment OS mounts: a local source rooted inside one gets default permissions at first attach. */
   osMounts: string[];
   /** Never readable from a confined session (the data dir: database and key). */
@@ -182,7 +182,7 @@ export class SourceDestinations implements DestinationResolver {
     if (source.seededAt !== null) return source; // the common case, without the realpath calls below
     // Roots are stored as real paths, so a mount configured through a symlink is compared by its target.
     const mounts = this.options.osMounts.map(realPathOrSelf);
-    return seedDefaultsOnFirstAttach(this.options.store, this.options.record, source, mounts, this.options.now());
+    return seedDefaultsOnFirstAttach(this.options.store, this.options.audit, source, mounts, this.options.now());
   }
 
   /** The caller's policy on a source, its rules read once. A source tab carries no agent context. */

@@ -112,7 +112,7 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
   const store = new SourceStore(platform.db, platform.accessChanges);
   const destinations = new SourceDestinations({
     store,
-    record: (change, entry) => platform.audit.recorded(change, entry),
+    audit: platform.audit,
     osMounts: options.osMounts,
     protectedPaths: options.protectedPaths,
     neverWritable,
