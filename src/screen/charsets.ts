@@ -87,3 +87,31 @@ function readFinals(): Map<Charset, string> {
   }
   return finals;
 }
+
+/**
+ * Whether the character set in use is not the invoked one but the one
+ * `buffer`'s saved cursor holds, as DECRC leaves it: DECRC restores the set
+ * DECSC saved and leaves the designations alone (a status-line painter
+ * saves the cursor, draws a rule in DEC line drawing, and restores). A
+ * client whose saved cursor is the buffer's gets there by a DECRC of its
+ * own after the designations; nothing else sets the one without the other.
+ */
+export function charsetInUseIsSaved(terminal: Terminal, buffer: "normal" | "alt"): boolean {
+  const service = coreOf(terminal)?._charsetService;
+  if (!service || !Array.isArray(service._charsets) || typeof service.glevel !== "number") return false;
+  const inUse = service.charset as Charset;
+  const invoked = service._charsets[service.glevel] as Charset;
+  if (sameCharset(inUse, invoked)) return false;
+  // A set this version cannot name never reached the client's saved cursor.
+  if (!isAscii(inUse) && finalOf(inUse) === undefined) return false;
+  return sameCharset(inUse, bufferInternals(terminal, buffer)?.savedCharset as Charset);
+}
+
+/** US ASCII is kept as no table, undefined or null depending on the path that set it. */
+function isAscii(charset: Charset): boolean {
+  return charset === undefined || charset === null;
+}
+
+function sameCharset(a: Charset, b: Charset): boolean {
+  return a === b || (isAscii(a) && isAscii(b));
+}

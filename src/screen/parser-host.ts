@@ -2,6 +2,7 @@ import type { Terminal } from "@xterm/headless";
 import { cursorLineAt, lastLines } from "./buffer-text.ts";
 import { createMirrorTerminal } from "./mirror-terminal.ts";
 import { guardParsing } from "./parse-guard.ts";
+import { PaletteChanges } from "./palette.ts";
 import { ParseQueue } from "./parse-queue.ts";
 import type { FromParser, Question, TerminalSnapshot, ToParser } from "./parser-protocol.ts";
 import { ScrollbackCache } from "./scrollback-cache.ts";
@@ -13,6 +14,7 @@ interface Hosted {
   terminal: Terminal;
   queue: ParseQueue;
   history: ScrollbackCache;
+  palette: PaletteChanges;
   closed: boolean;
 }
 
@@ -63,7 +65,7 @@ export class ParserHost {
     // Output that throws in xterm.js must not end the thread every other session's mirror lives on.
     guardParsing(terminal, (error) => console.error("hatch: a session's screen mirror could not parse part of its output, and skipped it:", error));
     const queue = new ParseQueue(terminal, (bytes) => this.#parsed(id, bytes));
-    this.#hosted.set(id, { terminal, queue, history: new ScrollbackCache(terminal), closed: false });
+    this.#hosted.set(id, { terminal, queue, history: new ScrollbackCache(terminal), palette: new PaletteChanges(terminal), closed: false });
   }
 
   #ask(id: number, request: number, question: Question): void {
@@ -115,6 +117,7 @@ export class ParserHost {
     hosted.queue.dispose();
     dropQueuedWrites(hosted.terminal);
     hosted.history.dispose();
+    hosted.palette[Symbol.dispose]();
     // xterm.js's dispose keeps the buffers; a reset drops them.
     hosted.terminal.reset();
     hosted.terminal.dispose();
@@ -143,9 +146,10 @@ export class ParserHost {
 
 /** Serialize `hosted`'s screen as it stands, `offset` bytes in. */
 function take(hosted: Hosted, offset: number, clean: boolean): TerminalSnapshot {
-  const { terminal, history, queue } = hosted;
+  const { terminal, history, queue, palette } = hosted;
   return {
-    data: serializeScreen(terminal, history, queue.parsedState.resets),
+    // The colours first, so the client draws the screen in them from the start.
+    data: palette.sequence() + serializeScreen(terminal, history, queue.parsedState.resets),
     cols: terminal.cols,
     rows: terminal.rows,
     offset,

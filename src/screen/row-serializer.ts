@@ -2,6 +2,7 @@ import { SerializeAddon } from "@xterm/addon-serialize";
 import type { IBuffer, IBufferCell, IBufferLine, Terminal } from "@xterm/headless";
 import { withLinks, type LinkOpener } from "./hyperlinks.ts";
 import { withProtection } from "./protection.ts";
+import { withUnderlineStyles } from "./underline-styles.ts";
 
 /** Which rows to serialize, and what the receiving terminal looks like when they arrive. */
 export interface SerializeRowsOptions {
@@ -65,7 +66,7 @@ export function serializeRows(options: SerializeRowsOptions): string {
     if (!line) return undefined;
     const clipped = clipLine(line, cols, scratch);
     const wrapped = line.isWrapped && y > 1 && !wrapsCleanly(buffer.getLine(first + y - 2), line, cols, scratch) ? unwrapped(clipped) : clipped;
-    return withProtection(withLinks(wrapped, options.links, scratch), scratch);
+    return withUnderlineStyles(withProtection(withLinks(wrapped, options.links, scratch), scratch), scratch);
   };
   const lastLine = buffer.getLine(first + count - 1);
   const view = {

@@ -1,11 +1,12 @@
 import type { IBuffer, Terminal } from "@xterm/headless";
-import { charsetSequence, savedCharsetDesignation } from "./charsets.ts";
-import { CLOSE_LINK, linkOpener } from "./hyperlinks.ts";
+import { charsetInUseIsSaved, charsetSequence, savedCharsetDesignation } from "./charsets.ts";
+import { CLOSE_LINK, type LinkOpener, linkOpener } from "./hyperlinks.ts";
 import { protectionSequence } from "./protection.ts";
 import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
 import { type CellAttributes, sgr } from "./sgr.ts";
 import { tabStopSequence } from "./tab-stops.ts";
+import { hasUnderlineExtras } from "./underline-styles.ts";
 import { bufferInternals, cellLinkId, coreOf } from "./xterm-internals.ts";
 
 /**
@@ -30,6 +31,9 @@ const RESET_ATTRIBUTES = "\x1b[0m";
 
 /** DECSC: save the cursor position and attributes (and the character set) in the active buffer. */
 const SAVE_CURSOR = "\x1b7";
+
+/** DECRC: restore them. */
+const RESTORE_CURSOR = "\x1b8";
 
 /** SCS: G0 back to US ASCII, as in a fresh terminal. */
 const DESIGNATE_ASCII = "\x1b(B";
@@ -111,9 +115,15 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   const current = currentAttributes(terminal);
   const saveActive = current ? saveCursor(terminal, active, { restore: sgr(current), originMode: terminal.modes.originMode }) : undefined;
   data += (saveActive ?? "") + tabStopSequence(terminal, active);
-  data += setRegion(terminal, active) + placeCursor(terminal, terminal.buffer.active, originTop);
-  // After everything printed: the character sets change how the client prints ASCII.
-  data += charsetSequence(terminal);
+  data += setRegion(terminal, active);
+  if (current && saveActive !== undefined && charsetInUseIsSaved(terminal, active)) {
+    // A DECRC left the saved set in use: the client's DECRC does the same, and the cursor and SGR are set again after
+    // it. The price: a cursor waiting to wrap is placed by printing its row's last character in that set.
+    data += charsetSequence(terminal) + RESTORE_CURSOR + sgr(current) + placeCursor(terminal, terminal.buffer.active, originTop);
+  } else {
+    // After everything printed: the character sets change how the client prints ASCII.
+    data += placeCursor(terminal, terminal.buffer.active, originTop) + charsetSequence(terminal);
+  }
   data += mouseEncodingSequence(terminal) + cursorShapeSequence(terminal);
   // Automatic newline (LNM): xterm.js keeps it as convertEol, which addon-serialize does not carry.
   if (terminal.options.convertEol) data += "\x1b[20h";
@@ -123,9 +133,39 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // again first: addon-serialize ended the screen with an SGR 4 that xterm.js reports for the link, not for the
   // text; so also for a link whose data xterm.js dropped with the line it was opened on, which no opener restores.
   // And after every SGR (xterm.js ends DECSCA at SGR 0): what it prints next is protected if it would have been.
+  // The same for an underline's style and colour, which the addon's SGR 4 leaves plain.
   const protection = protectionSequence(current);
-  if (!current || cellLinkId(current) === 0) return data + protection;
-  return `${data}${sgr(current)}${links(current) ?? ""}${protection}`;
+  if (!current || (cellLinkId(current) === 0 && !hasUnderlineExtras(current))) return data + protection + printedLastAgain(terminal, originTop, links);
+  return `${data}${sgr(current)}${links(current) ?? ""}${protection}${printedLastAgain(terminal, originTop, links)}`;
+}
+
+/**
+ * The character the program printed last, printed again in its place, when
+ * nothing but printing came after it: the parser remembers it until any
+ * control or sequence, and REP (CSI b) repeats it and a combining mark joins
+ * it. ncurses draws lines as one character and a REP, and decomposed text
+ * (macOS file names) sends accents after their letters, so a read can end
+ * between the two; everything else a snapshot writes is a sequence, which
+ * would make the client forget it. Last of all, for that reason. Printing
+ * uses the current attributes, which are the character's own (an SGR would
+ * have cleared the memory); in insert mode it would shift the row, so it is
+ * left out there.
+ */
+function printedLastAgain(terminal: Terminal, top: number, links: LinkOpener): string {
+  const state = coreOf(terminal)?._inputHandler?._parser?.precedingJoinState;
+  const current = currentAttributes(terminal);
+  if (typeof state !== "number" || state === 0 || !current || terminal.modes.insertMode) return "";
+  // xterm.js keeps the width in bits 1-2 (UnicodeService.extractWidth).
+  const width = (state >> 1) & 3;
+  const buffer = terminal.buffer.active;
+  const x = buffer.cursorX - width;
+  const cell = x >= 0 ? buffer.getLine(buffer.baseY + buffer.cursorY)?.getCell(x) : undefined;
+  if (!cell || width === 0 || cell.getWidth() !== width || cell.getChars() === "") return "";
+  // Only the same character as it stands: nothing else may change on the client. A link whose data xterm.js
+  // dropped is not open on the client, so its character would lose it.
+  if (sgr(cell) !== sgr(current) || protectionSequence(cell) !== protectionSequence(current)) return "";
+  if (cellLinkId(cell) !== cellLinkId(current) || (cellLinkId(current) !== 0 && links(current) === null)) return "";
+  return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${cell.getChars()}`;
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { IBufferCell } from "@xterm/headless";
+import { underlineColourParam, underlineStyleParam } from "./underline-styles.ts";
 import { isUnderlinedBySgr } from "./xterm-internals.ts";
 
 /**
@@ -27,20 +28,23 @@ export type CellAttributes = Pick<
 
 /**
  * An SGR sequence that sets exactly `attributes`, whatever was in force
- * before: a reset, then colours and flags. Colours are encoded as
- * addon-serialize encodes them, so a snapshot's parts agree.
+ * before: a reset, then colours and flags, and the underline's style and
+ * colour (SGR 4:x, 58), which xterm.js keeps beside them. Colours are
+ * encoded as addon-serialize encodes them, so a snapshot's parts agree.
+ * `plainUnderline` leaves the underline's style and colour out, as the
+ * addon writes it.
  *
  * @example
  * ```ts
  * sgr(terminal.buffer.active.getLine(0)!.getCell(0)!); // "\x1b[0;31;1m" for bold red
  * ```
  */
-export function sgr(attributes: CellAttributes): string {
-  const params = [0, ...colour(attributes, "fg"), ...colour(attributes, "bg")];
-  const flags: [boolean | number, number][] = [
+export function sgr(attributes: CellAttributes, { plainUnderline = false }: { plainUnderline?: boolean } = {}): string {
+  const params: (number | string)[] = [0, ...colour(attributes, "fg"), ...colour(attributes, "bg")];
+  const flags: [boolean | number, number | string][] = [
     [attributes.isInverse(), 7],
     [attributes.isBold(), 1],
-    [isUnderlinedBySgr(attributes), 4],
+    [isUnderlinedBySgr(attributes), plainUnderline ? 4 : underlineStyleParam(attributes)],
     [attributes.isOverline(), 53],
     [attributes.isBlink(), 5],
     [attributes.isInvisible(), 8],
@@ -49,6 +53,9 @@ export function sgr(attributes: CellAttributes): string {
     [attributes.isStrikethrough(), 9],
   ];
   for (const [on, param] of flags) if (on) params.push(param);
+  // Set even without an underline: a later SGR 4 draws in it.
+  const underlineColour = plainUnderline ? "" : underlineColourParam(attributes);
+  if (underlineColour !== "") params.push(underlineColour);
   return `\x1b[${params.join(";")}m`;
 }
 

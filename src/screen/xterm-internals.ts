@@ -22,7 +22,13 @@ export interface CoreInternals {
   buffers?: Partial<Record<"normal" | "alt", BufferInternals>>;
   coreService?: { isCursorHidden?: unknown; decPrivateModes?: { cursorStyle?: unknown; cursorBlink?: unknown } };
   coreMouseService?: { activeEncoding?: unknown };
-  _inputHandler?: { _curAttrData?: Partial<CellAttributes>; selectCharset?: unknown; _windowTitle?: unknown };
+  _inputHandler?: {
+    _curAttrData?: Partial<CellAttributes>;
+    selectCharset?: unknown;
+    _windowTitle?: unknown;
+    onColor?: unknown;
+    _parser?: { precedingJoinState?: unknown };
+  };
   _charsetService?: { glevel?: unknown; charset?: unknown; _charsets?: unknown };
   _oscLinkService?: { getLinkData?: unknown };
   _writeBuffer?: { _writeBuffer?: unknown; _callbacks?: unknown; _pendingData?: unknown; _bufferOffset?: unknown };

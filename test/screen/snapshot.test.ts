@@ -377,3 +377,129 @@ describe("saved cursor state", () => {
     await expectSameAfter(subject, client, "\x1b8 KEEP\x1b[?2J", expect, "DECRC, print, then DECSED after the snapshot");
   });
 });
+
+describe("the character before the cursor", () => {
+  test("REP (CSI b) right after a snapshot repeats the character printed before it, as ncurses draws lines (terminfo rep)", async () => {
+    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
+    // htop/mc with TERM=xterm-256color: one line-drawing character, then "repeat it 9 times"; a PTY read ends between them.
+    subject.write("\x1b[2;1H\x1b(0q");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    await expectSameAfter(subject, client, "\x1b[9b\x1b(B", expect, "REP after the snapshot");
+  });
+
+  test("a combining mark that arrives right after a snapshot joins the character before it instead of taking a cell", async () => {
+    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
+    // NFD text (macOS file names, `ls` on such a volume): "cafe" then U+0301, cut by a PTY read.
+    subject.write("$ ls\r\ncafe");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    await expectSameAfter(subject, client, "\u0301.txt\r\n$ ", expect, "combining mark after the snapshot");
+  });
+});
+
+describe("saved character set", () => {
+  test("the character set DECRC restored (not the one designated) is the one in use after a snapshot", async () => {
+    using subject = new MirrorUnderTest({ cols: 30, rows: 4, scrollback: 100 });
+    // A status-line painter: save the cursor, draw a rule in DEC line drawing at the top, restore the cursor
+    // (DECRC restores the character set saved with it, US ASCII), and the shell goes on printing letters.
+    subject.write("line\r\n$ \x1b7\x1b[1;20H\x1b(0qqqqq\x1b8");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    await expectSameAfter(subject, client, "ls -l\r\n", expect, "letters printed after the snapshot");
+  });
+});
+
+describe("underline styles and colours", () => {
+  /** Each printed cell's underline as xterm.js keeps it: style (1 single, 2 double, 3 curly, 4 dotted, 5 dashed) and colour (SGR 58). */
+  function underlines(terminal: Terminal, row: number): string[] {
+    const line = terminal.buffer.active.getLine(terminal.buffer.active.baseY + row)!;
+    const out: string[] = [];
+    for (let x = 0; x < terminal.cols; x++) {
+      const cell = line.getCell(x)!;
+      if (cell.getChars() === "" || !cell.isUnderline()) continue;
+      const internal = ((cell as unknown as { _cell?: object })._cell ?? cell) as { extended?: { underlineStyle?: number; underlineColor?: number } };
+      out.push(`${x}:${cell.getChars()} style ${internal.extended?.underlineStyle} colour ${internal.extended?.underlineColor}`);
+    }
+    return out;
+  }
+
+  /** The underlines of every row, the scrollback's included. */
+  function allUnderlines(terminal: Terminal): string[][] {
+    const rows: string[][] = [];
+    for (let row = -terminal.buffer.active.baseY; row < terminal.rows; row++) rows.push(underlines(terminal, row));
+    return rows;
+  }
+
+  test("curly, double and dotted underlines with their colours (nvim's diagnostics, SGR 4:3 and 58) stay so after a snapshot, and so does what the program prints next", async () => {
+    using subject = new MirrorUnderTest({ cols: 30, rows: 3, scrollback: 10 });
+    // nvim marking an LSP error with a red undercurl, a spelling mistake dotted; the last style left on.
+    subject.write("\x1b[4:3;58:2::255:0:0merror\x1b[0m \x1b[21mdbl\x1b[0m \x1b[4:4;58;5;3mtypo");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 10);
+    expect(underlines(client, 0)).toEqual(underlines(subject.reference, 0));
+    subject.write("X");
+    await Promise.all([feed(client, "X"), subject.settled()]);
+    expect(underlines(client, 0)).toEqual(underlines(subject.reference, 0));
+  });
+
+  test("a styled underline that runs through colour changes and across wrapped rows into the scrollback stays styled, and a plain one after it stays plain", async () => {
+    using subject = new MirrorUnderTest({ cols: 12, rows: 3, scrollback: 50 });
+    // A curly run whose text changes colour twice (addon-serialize writes SGRs of its own there), long enough to
+    // wrap twice; then plain underlines, and a row that starts plain after a row that ended curly.
+    subject.write("\x1b[4:3;58;5;1mab\x1b[31mcd\x1b[39mefghijklmnopqrstuvwxyz\x1b[0m\r\n");
+    subject.write("\x1b[4:5mdashed-to-end\x1b[24m\r\n\x1b[4mplain\x1b[0m \x1b[4:2;58:2::1:2:3mdbl\x1b[0m\r\n\r\n\r\n");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 50);
+    expect(allUnderlines(client)).toEqual(allUnderlines(subject.reference));
+  });
+});
+
+describe("colour palette", () => {
+  /** The palette changes (OSC 4, 10, 11, 12 and their resets) a terminal has applied, as a browser xterm.js applies them to its theme. */
+  function paletteOf(terminal: Terminal): () => Record<string, string> {
+    const palette: Record<string, string> = {};
+    type Request = { type: number; index: number; color?: [number, number, number] };
+    const handler = (terminal as unknown as { _core: { _inputHandler: { onColor(listener: (requests: Request[]) => void): void } } })._core._inputHandler;
+    handler.onColor((requests) => {
+      for (const request of requests) {
+        // ColorRequestType: 0 report, 1 set, 2 restore.
+        if (request.type === 1) palette[request.index] = request.color!.join(",");
+        // A restore without an index is OSC 104 alone: xterm.js's theme puts back the 256 palette entries only.
+        if (request.type === 2 && request.index === undefined) for (const index of Object.keys(palette)) if (Number(index) < 256) delete palette[index];
+        if (request.type === 2) delete palette[request.index];
+      }
+    });
+    return () => ({ ...palette });
+  }
+
+  test("colours a program set in the palette (OSC 4 as base16-shell does, OSC 11 background) are still set after a reconnect", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
+    const reference = paletteOf(subject.reference);
+    // base16-shell at login: palette entry 1 (red) becomes green, the default background dark blue.
+    subject.write("\x1b]4;1;rgb:00/ff/00\x1b\\\x1b]11;rgb:10/20/30\x07\x1b[31mred is green here\x1b[0m\r\n$ ");
+    await subject.settled();
+    const snapshot = await subject.mirror.snapshot();
+    const client = new Terminal({ cols: snapshot.cols, rows: snapshot.rows, allowProposedApi: true });
+    const seen = paletteOf(client);
+    await feed(client, snapshot.data);
+    expect(seen()).toEqual(reference());
+    client.dispose();
+  });
+
+  test("colours a program put back (OSC 104, 110 to 112) are back on the client too, and one set again after a reset stays set", async () => {
+    using subject = new MirrorUnderTest({ cols: 40, rows: 5, scrollback: 100 });
+    const reference = paletteOf(subject.reference);
+    subject.write("\x1b]4;1;rgb:00/ff/00;2;#102030;200;rgb:ff/ff/ff\x07\x1b]10;rgb:ee/ee/ee\x07\x1b]12;rgb:01/02/03\x07");
+    // One entry put back, then the whole palette (which leaves the special colours), then the cursor colour.
+    subject.write("\x1b]104;2\x07\x1b]104\x07\x1b]4;7;rgb:aa/bb/cc\x07\x1b]112\x07$ ");
+    await subject.settled();
+    const snapshot = await subject.mirror.snapshot();
+    const client = new Terminal({ cols: snapshot.cols, rows: snapshot.rows, allowProposedApi: true });
+    const seen = paletteOf(client);
+    await feed(client, snapshot.data);
+    expect(reference()).toEqual({ 7: "170,187,204", 256: "238,238,238" });
+    expect(seen()).toEqual(reference());
+    client.dispose();
+  });
+});
