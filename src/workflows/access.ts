@@ -58,18 +58,28 @@ export interface CreatorFireRefusal {
  * `resolveRunAs` checks at each run's start, read from the fire target. A fire
  * whose run would fail is refused itself, so a schedule or a leaked token
  * cannot fill the project's day with failed runs that spend its budget. The
- * agent package hidden from the creator's role is not a refusal here: such a
- * run is taken and ends `package-off`, which a chat is told about. Null when
- * they could.
+ * agent package hidden from the creator's role refuses only a `scheduled`
+ * fire: other fires are taken and end `package-off`, which a chat (or the
+ * caller reading the run) is told about; a schedule has nobody to tell, and
+ * would spend the project's runs per day on runs that cannot work. Null
+ * when they could.
  */
-export function creatorFireRefusal(platform: Pick<Platform, "projects" | "roles">, target: Pick<Workflow, "projectId" | "createdBy"> & { runnerKind: RunnerSettings["kind"] }): CreatorFireRefusal | null {
+export function creatorFireRefusal(
+  platform: Pick<Platform, "projects" | "roles">,
+  target: Pick<Workflow, "projectId" | "createdBy"> & { runnerKind: RunnerSettings["kind"] },
+  { scheduled = false }: { scheduled?: boolean } = {},
+): CreatorFireRefusal | null {
   const role = platform.projects.roleOf(target.projectId, target.createdBy);
   if (!role) return { code: "creator_not_member", reason: "its creator is no longer a member of the project" };
-  if (!hasFeature(platform.roles.featuresOf(target.projectId, role), RUN_FEATURE)) {
+  const features = platform.roles.featuresOf(target.projectId, role);
+  if (!hasFeature(features, RUN_FEATURE)) {
     return { code: "creator_not_permitted", reason: `its creator's role "${role}" lacks the feature "${RUN_FEATURE}" its runs need` };
   }
   if (target.runnerKind === "openai" && !isAdminRole(role)) {
     return { code: "creator_not_permitted", reason: `its creator's role "${role}" is not a project owner's or admin's, which the openai runner needs` };
+  }
+  if (scheduled && !platform.roles.packageVisible(target.projectId, AGENT_PACKAGE, features)) {
+    return { code: "creator_not_permitted", reason: `the ${AGENT_PACKAGE} package is switched off for its creator's role "${role}"` };
   }
   return null;
 }

@@ -68,7 +68,7 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
         throw error;
       }
       const outcome = await supervise(child, request, cgroup);
-      if (request.signal.aborted) return { tokensUsed: 0, stopped: true };
+      if (outcome.cancelled) return { tokensUsed: 0, stopped: true };
       if (outcome.problem) throw new RunnerFailedError(outcome.problem);
       if (outcome.answer) request.emit([{ type: "answer", text: outcome.answer }]);
       return { tokensUsed: 0, stopped: false };
@@ -84,9 +84,15 @@ export class CommandRunner implements Runner<CommandRunnerSettings> {
  * signal. The run ends when the child exits, not when its pipes close: a
  * background process it left (`cmd &`, `nohup`) can hold them open for as long
  * as it lives, so after the exit the pipes get PIPE_DRAIN_MS, then what was read
- * is the output and whatever is left is killed.
+ * is the output and whatever is left is killed. For the same reason a cancel
+ * (the signal) after the exit stops nothing: the turn is over, and its answer
+ * stands; `cancelled` says a cancel stopped the command.
  */
-async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRunnerSettings>, cgroup: CgroupLeaf): Promise<{ problem?: string; answer?: string }> {
+async function supervise(
+  child: RunnerProcess,
+  request: RunnerRequest<CommandRunnerSettings>,
+  cgroup: CgroupLeaf,
+): Promise<{ problem?: string; answer?: string; cancelled: boolean }> {
   const seconds = request.settings.timeoutSeconds;
   let problem: string | undefined;
   const stopReading = new AbortController();
@@ -104,12 +110,23 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
     drainThenStop();
   };
   const timer = setTimeout(() => stop(`The command timed out after ${seconds} s`), seconds * 1000);
-  const onAbort = () => stop();
+  let exitedFirst = false;
+  let cancelled = false;
+  const onAbort = () => {
+    if (exitedFirst) return;
+    cancelled = true;
+    stop();
+  };
   request.signal.addEventListener("abort", onAbort, { once: true });
   // A cancel that landed before the listener was added would otherwise leave the child to its timeout.
   if (request.signal.aborted) onAbort();
   const exited = child.exited.then((code) => {
     // The command finished in time; only the drain is left, and it is bounded.
+    // Unless a cancel killed it: then the turn was stopped, and what it wrote meanwhile is dropped.
+    if (!cancelled) {
+      exitedFirst = true;
+      request.turnEnded?.();
+    }
     clearTimeout(timer);
     drainThenStop();
     return code;
@@ -129,9 +146,9 @@ async function supervise(child: RunnerProcess, request: RunnerRequest<CommandRun
       exited,
     ]);
     output.end();
-    if (problem || request.signal.aborted) return { problem };
-    if (code !== 0) return { problem: `The command exited with code ${code}${stderr.trim() ? `: ${stderr.trim()}` : ""}` };
-    return { answer: output.plainText() };
+    if (problem || cancelled) return { problem, cancelled };
+    if (code !== 0) return { problem: `The command exited with code ${code}${stderr.trim() ? `: ${stderr.trim()}` : ""}`, cancelled };
+    return { answer: output.plainText(), cancelled };
   } finally {
     clearTimeout(timer);
     clearTimeout(drain);

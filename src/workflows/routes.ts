@@ -157,6 +157,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       // Stop new fires (409, not active) and scheduled ones before stopping the runs: stopping can take a while,
       // and a fire accepted meanwhile would run on after its workflow and its run row were gone.
       deleting.add(workflow.id);
+      let deleted = false;
       try {
         part.workflows.update(workflow.id, { status: "archived" });
         part.changed(workflow.id);
@@ -165,15 +166,19 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
           target: workflow.id,
           detail: { name: workflow.name },
         }));
+        deleted = true;
         part.changed(workflow.id);
       } finally {
+        // A delete refused (its entry could not be written) keeps the workflow as it was: firing, and scheduled.
+        // The runs it cancelled stay cancelled.
+        if (!deleted) restoreStatus(part, workflow);
         deleting.delete(workflow.id);
       }
       return { ok: true };
     })
     .post("/:id/take-over", ({ params, caller }) => {
       // Only to oneself: handing a workflow to someone else would run its command as them (their exec.unconfined included).
-      const workflow = manageableWorkflow(part, caller, params.id);
+      const workflow = notBeingDeleted(manageableWorkflow(part, caller, params.id));
       requireRunnableCreator(platform, caller.project, caller.user, workflow.runner);
       if (workflow.createdBy === caller.user.id) return workflowView(part, workflow);
       const updated = platform.audit.recordedBy(caller, "workflow.take_over", () => part.workflows.setCreator(workflow.id, caller.user.id), () => ({
@@ -197,4 +202,18 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
       const workflow = manageableWorkflow(part, caller, params.id);
       return { triggers: part.triggers.list(workflow.id) };
     });
+}
+
+/**
+ * Put back the status a workflow had before a delete that did not happen.
+ * Logged, not thrown, when that fails too: the delete's own error is the
+ * answer, and the workflow is then left archived (not firing), which is safe.
+ */
+function restoreStatus(part: WorkflowsPart, before: Workflow): void {
+  try {
+    part.workflows.putBackStatus(before.id, before.status);
+    part.changed(before.id);
+  } catch (error) {
+    console.error(`hatch: workflow ${before.id} is left archived after its delete failed`, error);
+  }
 }

@@ -169,9 +169,10 @@ async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, sig
   let errorEvent: string | null = null;
   const log = deps.runs.eventLog(run.id);
   const overflow = new AbortController();
+  let turnOver = false;
   const emit = (events: readonly RunEvent[]) => {
-    // After a cancel the row may be gone (workflow deleted); late output is dropped, as is output past the cap.
-    if (signal.aborted || overflow.signal.aborted) return;
+    // Output after a cancel is dropped, as is output past the cap; but not what a turn already over wrote.
+    if ((signal.aborted && !turnOver) || overflow.signal.aborted) return;
     const room = MAX_RUN_EVENTS - log.count;
     const kept = events.length > room ? events.slice(0, room) : events;
     for (const event of kept) if (event.type === "error") errorEvent ??= event.text || "The runner reported an error";
@@ -187,7 +188,10 @@ async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, sig
   const runner = deps.runners[workflow.runner.kind] as Runner<RunnerSettings>;
   const runnerSignal = AbortSignal.any([signal, overflow.signal]);
   try {
-    const { tokensUsed, stopped } = await runner.run({ runId: run.id, workflow, settings: workflow.runner, prompt, signal: runnerSignal, emit });
+    const turnEnded = () => {
+      turnOver = true;
+    };
+    const { tokensUsed, stopped } = await runner.run({ runId: run.id, workflow, settings: workflow.runner, prompt, signal: runnerSignal, emit, turnEnded });
     // Stopped at the cap alone, the turn failed with the cap's error; stopped by a cancel (or a stop), it was stopped.
     return { tokensUsed, errorEvent, stopped: stopped && signal.aborted };
   } catch (error) {

@@ -31,6 +31,13 @@ export interface RunnerRequest<S extends RunnerSettings = RunnerSettings> {
    * Past MAX_RUN_EVENTS the rest are dropped, `signal` is aborted and the run fails.
    */
   emit(events: readonly RunEvent[]): void;
+  /**
+   * Say the turn is over before `run` returns (the command exited; only its
+   * output is still being read): from then on `signal` stops nothing, and
+   * what the turn wrote is still emitted, so a cancel in that window keeps
+   * the answer.
+   */
+  turnEnded?(): void;
 }
 
 /** What a finished turn reports besides its events. */

@@ -10,6 +10,8 @@ export interface WorkflowSchedulerOptions {
   fire(workflow: Workflow): Promise<{ id: string }>;
   /** Whether a run has not finished yet (queued, waiting to retry, or running). */
   unfinished(runId: string): boolean;
+  /** The scheduled runs not finished when the scheduler starts, oldest first: those a restart picked up. */
+  unfinishedScheduledRuns?(): readonly { workflowId: string; runId: string }[];
   onError?: (error: unknown) => void;
   /** Where a skipped tick is reported (once per streak); console.warn by default. */
   onSkip?: (line: string) => void;
@@ -36,6 +38,8 @@ export class WorkflowScheduler implements AsyncDisposable {
 
   /** Schedule every active workflow with a cron schedule. */
   start(): void {
+    // A run the last server queued (or left waiting to retry) is still its schedule's one run: the ticks wait for it.
+    for (const { workflowId, runId } of this.options.unfinishedScheduledRuns?.() ?? []) this.#lastRuns.set(workflowId, { runId, skipping: false });
     for (const workflow of this.options.workflows.scheduled()) this.sync(workflow.id);
   }
 

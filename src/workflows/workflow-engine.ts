@@ -229,8 +229,14 @@ export class WorkflowEngine implements AsyncDisposable {
     }
     // A run executes as its creator: one who may not run it now could run none of them, and a schedule
     // would fill the project's day with failed runs that spend its budget (the run re-checks at start too).
-    const refusal = creatorFireRefusal(platform, workflow);
-    if (refusal) throw new HatchError(refusal.code, 409, `Workflow "${workflow.name}" does not fire: ${refusal.reason}`);
+    const refusal = creatorFireRefusal(platform, workflow, { scheduled: request.trigger.kind === "schedule" });
+    if (refusal) {
+      // A caller is answered; a schedule has none, so its refusal goes on the record (once until it fires again).
+      if (request.trigger.kind === "schedule" && this.#firstRefusal(request, workflow.id, { code: refusal.code })) {
+        platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { code: refusal.code, reason: refusal.reason, trigger: request.trigger.kind } });
+      }
+      throw new HatchError(refusal.code, 409, `Workflow "${workflow.name}" does not fire: ${refusal.reason}`);
+    }
     try {
       limits.check(workflow.projectId, workflow.runnerKind === "openai");
     } catch (error) {

@@ -114,6 +114,11 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
       const status = stores.runs.get(runId)?.status;
       return status === "queued" || status === "waiting-retry" || status === "running";
     },
+    unfinishedScheduledRuns: () =>
+      stores.runs
+        .unfinished()
+        .filter((run) => run.trigger.kind === "schedule")
+        .map((run) => ({ workflowId: run.workflowId, runId: run.id })),
   });
   stores.workflows.flagOutdatedTemplates(TEMPLATES.values());
   engine.recover();

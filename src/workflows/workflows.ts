@@ -128,6 +128,11 @@ export class Workflows {
     return toWorkflow(row);
   }
 
+  /** Put back the status a workflow had, any status the system's own included (a delete that did not happen). */
+  putBackStatus(id: string, status: WorkflowStatus): void {
+    this.db.update(workflows).set({ status, updatedAt: this.now() }).where(eq(workflows.id, id)).run();
+  }
+
   /** Record a new creator (runs started from now on execute as them); the caller checked they may be one. */
   setCreator(id: string, userId: string): Workflow {
     const row = this.db.update(workflows).set({ createdBy: userId, updatedAt: this.now() }).where(eq(workflows.id, id)).returning().get();

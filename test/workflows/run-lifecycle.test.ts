@@ -57,6 +57,26 @@ describe("the life of a run", () => {
     });
   });
 
+  test("a cancel that lands after the command exited, while a background child it left still holds its stdout, is 409: the turn ended at the exit, and its answer is kept", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    const dir = traceDir(world);
+    // The command answers and exits at once; the sleep it left behind holds stdout open, so the runner drains for a second.
+    const workflow = await commandWorkflow(member, `echo done; sleep 30 & touch ${dir}/$HATCH_RUN_ID.exiting`, { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${runId}.exiting`)), "the command to exit");
+    await Bun.sleep(200);
+    const cancel = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    const run = await waitForRun(member.client, workflow.id, runId);
+    expect({ cancel: cancel.status, status: run.status, cancelled: run.cancelled, answers: answers(run) }).toEqual({
+      cancel: 409,
+      status: "succeeded",
+      cancelled: null,
+      answers: ["done"],
+    });
+  });
+
   test("cancel before start: a queued run ends cancelled / before-start and never runs", async () => {
     await using world = await startWorld({}, { workflows: { poolSize: 1 } });
     const member = await memberWithBareRuns(world, await world.project());

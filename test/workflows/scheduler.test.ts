@@ -1,7 +1,12 @@
 import { describe, expect, spyOn, test } from "bun:test";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/config.ts";
+import { startHatch } from "../../src/main.ts";
 import { WorkflowScheduler } from "../../src/workflows/index.ts";
 import { waitFor } from "../helpers/wait-for.ts";
-import { startWorld } from "../helpers/world.ts";
+import { logIn, startWorld, TEST_PASSWORD } from "../helpers/world.ts";
 import { answers, commandWorkflow, countRows } from "../helpers/workflows.ts";
 
 /** Every second (croner's 6-field form): the shortest schedule, so the test waits about a second. */
@@ -138,5 +143,64 @@ describe("the scheduler", () => {
     expect(scheduler.scheduledIds()).toEqual([good.id]);
     expect(errors).toHaveLength(1);
     expect(errors[0]).toStartWith(`The schedule "61 * * * *" of workflow ${stale.id} cannot be run, so it will not fire: `);
+  });
+
+  test("a scheduled run still queued when the server stopped is the schedule's one run after the restart: the new server's ticks wait for it", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "hatch-sched-restart-"));
+    const dir = mkdtempSync(join(tmpdir(), "hatch-trace-"));
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir });
+      // One worker, held by a manual run, so the schedule's first run stays queued when the server stops.
+      const first = await startHatch(config, { workflows: { poolSize: 1 } });
+      const user = await first.platform.users.create("maker@example.com", TEST_PASSWORD);
+      first.platform.projects.create("sched", "Sched", user.id);
+      const client = await logIn(first.url, user.email);
+      const blocker = (await client.post("/api/workflows", { name: "blocker", mode: "fresh", runner: { kind: "command", command: `touch ${dir}/blocker; sleep 300` } })).body;
+      await client.post(`/api/workflows/${blocker.id}/runs`, {});
+      await waitFor(() => existsSync(join(dir, "blocker")), "the blocker to hold the only worker");
+      // Each scheduled run works for a long time: the schedule must never have two beside each other.
+      const slow = (await client.post("/api/workflows", { name: "slow", mode: "fresh", schedule: "* * * * * *", runner: { kind: "command", command: "sleep 300" } })).body;
+      const runs = async (c: typeof client) => (await c.get(`/api/workflows/${slow.id}/runs`)).body.runs as { status: string }[];
+      await waitFor(async () => (await runs(client)).length === 1, "the first scheduled run (queued)");
+      await Bun.sleep(2500);
+      expect((await runs(client)).map((r) => r.status)).toEqual(["queued"]);
+      await first.stop();
+
+      await using second = await startHatch(config, { workflows: { poolSize: 4 } });
+      const again = await logIn(second.url, user.email, "sched");
+      // The queued run is recovered and works; the ticks of the next seconds must be skipped for it.
+      await waitFor(async () => (await runs(again)).some((r) => r.status === "running"), "the recovered scheduled run to start");
+      await Bun.sleep(3500);
+      const unfinished = (await runs(again)).filter((r) => ["queued", "waiting-retry", "running"].includes(r.status));
+      expect(unfinished.map((r) => `#${(r as { number?: number }).number} ${r.status}`)).toEqual(["#1 running"]);
+    } finally {
+      warned.mockRestore();
+      rmSync(dataDir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test("a schedule whose creator's role lost the agent package does not spend the project's runs per day: the owner's own workflows still fire", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 3, tokensPerDay: 0 });
+    const scheduled = await commandWorkflow(member, "echo tick", { schedule: EVERY_SECOND, mode: "fresh", status: "paused" });
+    // The owner switches the agent package off for members: the member's runs can only end package-off from now on.
+    expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(200);
+    // The owner (who manages every workflow) makes it active: its schedule ticks every second.
+    expect((await owner.client.patch(`/api/workflows/${scheduled.id}`, { status: "active" })).status).toBe(200);
+    await Bun.sleep(4500);
+    const runsOfSchedule = countRows(world, "workflow_runs", "workflow_id = ?", scheduled.id);
+    const own = await commandWorkflow(owner, "echo mine");
+    const manual = await owner.client.post(`/api/workflows/${own.id}/runs`, {});
+    expect({ runsOfSchedule, manual: manual.status, code: manual.body.error?.code ?? null }).toEqual({ runsOfSchedule: 0, manual: 202, code: null });
+    // Nobody is answered, so the refusal is on the record: once, not at every tick.
+    const refusals = world.hatch.sqlite.query("SELECT detail FROM audit_log WHERE action = 'workflow.fire.refused' AND target = ?").all(scheduled.id) as { detail: string }[];
+    expect(refusals.map((row) => JSON.parse(row.detail))).toEqual([
+      { code: "creator_not_permitted", reason: `the agent package is switched off for its creator's role "member"`, trigger: "schedule" },
+    ]);
   });
 });

@@ -239,4 +239,22 @@ describe("workflow management", () => {
     // The owner still sees them all.
     expect((await owner.client.get("/api/workflows")).body.workflows.map((w: any) => w.id)).toEqual([workflow.id]);
   });
+
+  test("a delete whose audit entry cannot be written answers 500 and changes nothing: the workflow stays active, its schedule and its token keep firing", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "echo hi", { schedule: "0 9 * * *" });
+    const { token } = await issueToken(member.client, workflow.id);
+    world.hatch.sqlite.exec("CREATE TRIGGER delete_entry_fails BEFORE INSERT ON audit_log WHEN NEW.action = 'workflow.delete' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+    const deleted = await member.client.delete(`/api/workflows/${workflow.id}`);
+    world.hatch.sqlite.exec("DROP TRIGGER delete_entry_fails");
+    expect(deleted.status).toBe(500);
+    const after = await member.client.get(`/api/workflows/${workflow.id}`);
+    const fired = await fire(world, workflow.id, token, { text: "still here?" });
+    expect({ status: after.body.status, scheduled: world.hatch.workflows.scheduler.scheduledIds(), fire: fired.status }).toEqual({
+      status: "active",
+      scheduled: [workflow.id],
+      fire: 202,
+    });
+  });
 });
