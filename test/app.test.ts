@@ -105,6 +105,26 @@ describe("the HTTP edge", () => {
     });
   });
 
+  test("a JSON body nested deeper than 64 levels gets 400 invalid_json before it is parsed, not a 500 and a logged stack trace, even before sign-in", async () => {
+    const logged: unknown[] = [];
+    await using world = await startWorld();
+    // A 10 KB body anyone can send: 5,000 nested arrays where the login wants a string.
+    const depth = 5000;
+    const body = `{"email":${"[".repeat(depth)}${"]".repeat(depth)},"password":"x"}`;
+    const original = console.error;
+    console.error = (...args: unknown[]) => void logged.push(args);
+    try {
+      const answer = await world.anonymous().post("/api/auth/login", body);
+      expect({ status: answer.status, code: answer.body.error.code, logged: logged.length }).toEqual({ status: 400, code: "invalid_json", logged: 0 });
+      // 64 levels are still a body, judged by the route's schema as usual.
+      const deepest = `{"email":${"[".repeat(63)}${"]".repeat(63)},"password":"x"}`;
+      const judged = await world.anonymous().post("/api/auth/login", deepest);
+      expect({ status: judged.status, code: judged.body.error.code, logged: logged.length }).toEqual({ status: 400, code: "invalid_request", logged: 0 });
+    } finally {
+      console.error = original;
+    }
+  });
+
   test("an unknown route gets 404 with the standard error body", async () => {
     await using world = await startWorld();
     const response = await world.anonymous().get("/api/nothing/here");

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { SESSION_COOKIE, sessionTokenOf } from "./auth-sessions.ts";
+import { SESSION_COOKIE, sessionTokenOf, sessionTokensIn } from "./auth-sessions.ts";
 import { inProject, isAdminRole, requireFeature, requireProjectAdmin, type Caller } from "./caller.ts";
 import { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { unauthorized, forbidden, notFound, tooMany } from "./errors.ts";
@@ -85,8 +85,8 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
         body: t.Object({ email: t.String({ maxLength: MAX_EMAIL_LENGTH }), password: t.String({ maxLength: MAX_PASSWORD_LENGTH }) }),
       },
     )
-    .post("/api/auth/logout", async ({ cookie, sessionToken, request, server }) => {
-      await platform.sessions.destroy(sessionToken);
+    .post("/api/auth/logout", async ({ cookie, request, server }) => {
+      for (const token of sessionTokensIn(request.headers.get("cookie"))) await platform.sessions.destroy(token);
       cookie[SESSION_COOKIE]!.set({ value: "", ...cookieOptions(new Date(0), request, server?.requestIP(request)?.address) });
       return { ok: true };
     });

@@ -22,6 +22,8 @@ export interface VerifiedLogin {
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+/** Characters an address never needs that make one look like another: controls, zero-width marks, bidirectional overrides. */
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/;
 /** Short passwords fall to offline guessing even under argon2id. */
 export const MIN_PASSWORD_LENGTH = 8;
 /** Longest password the login route takes (hashing costs per byte): a longer one could be set but never used. */
@@ -38,6 +40,27 @@ export class Users {
 
   constructor(private readonly db: Db) {
     this.#byId = db.select({ id: users.id, email: users.email, createdAt: users.createdAt }).from(users).where(eq(users.id, sql.placeholder("id"))).prepare();
+    this.#respellStored();
+  }
+
+  /**
+   * Give addresses stored before emails were Unicode-normalised their one
+   * spelling, so a lookup by it finds them. Two rows that are one address
+   * in two spellings cannot both have it: the second keeps its own (it
+   * still signs in with exactly that spelling) and is logged for the
+   * operator to remove.
+   */
+  #respellStored(): void {
+    for (const { id, email } of this.db.select({ id: users.id, email: users.email }).from(users).all()) {
+      const respelled = normalizeEmail(email);
+      if (respelled === email) continue;
+      try {
+        this.db.update(users).set({ email: respelled }).where(eq(users.id, id)).run();
+      } catch (error) {
+        if (!isUniqueViolation(error)) throw error;
+        console.warn(`hatch: user ${id} ("${JSON.stringify(email).slice(1, -1)}") is another spelling of an existing user's email address; it keeps its own spelling`);
+      }
+    }
   }
 
   /**
@@ -46,7 +69,7 @@ export class Users {
    */
   async create(email: string, password: string, alongside?: (user: User) => void): Promise<User> {
     const normalized = normalizeEmail(email);
-    if (!EMAIL.test(normalized)) throw badRequest("invalid_email", `Cannot create user: "${email}" is not an email address`);
+    if (!EMAIL.test(normalized) || INVISIBLE.test(normalized)) throw badRequest("invalid_email", `Cannot create user: "${shownEmail(email)}" is not an email address`);
     if (normalized.length > MAX_EMAIL_LENGTH) throw badRequest("invalid_email", `Cannot create user: an email address has at most ${MAX_EMAIL_LENGTH} characters`);
     checkPassword(password, "Cannot create user");
     const exists = () => conflict("user_exists", `Cannot create user: "${normalized}" already exists`);
@@ -114,14 +137,24 @@ export class Users {
   }
 }
 
+/** An address as a message shows it: its invisible characters written as `\u{…}`, so what is refused can be seen. */
+function shownEmail(email: string): string {
+  return email.replace(new RegExp(INVISIBLE.source, "g"), (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
+}
+
 function checkPassword(password: string, doing: string): void {
   if (password.length < MIN_PASSWORD_LENGTH) throw badRequest("weak_password", `${doing}: the password must have at least ${MIN_PASSWORD_LENGTH} characters`);
   if (password.length > MAX_PASSWORD_LENGTH) throw badRequest("password_too_long", `${doing}: the password must have at most ${MAX_PASSWORD_LENGTH} characters (the login takes no more)`);
 }
 
-/** The one spelling of an email address that hatch stores and compares. */
+/**
+ * The one spelling of an email address that hatch stores and compares:
+ * trimmed, lower case, and in Unicode's composed form (NFC), so "é" typed
+ * as one character and as "e" plus a combining accent (pasted from macOS
+ * or some mail clients) are one address, never two look-alike users.
+ */
 export function normalizeEmail(email: string): string {
-  return email.trim().toLowerCase();
+  return email.trim().toLowerCase().normalize("NFC");
 }
 
 function publicUser(row: { id: string; email: string; createdAt: number }): User {

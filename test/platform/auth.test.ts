@@ -207,6 +207,22 @@ describe("login, logout, me and the active project", () => {
     expect((await replay.get("/api/auth/me")).status).toBe(401);
   });
 
+  test("logout ends the session even when a second hatch_session cookie was planted beside it", async () => {
+    await using world = await startWorld();
+    const user = await world.user();
+    const client = await world.login(user.email);
+    const own = client.cookies.get("hatch_session")!;
+    // A page on another port planted `hatch_session=junk; Path=/api`: every /api request now carries both, and the
+    // victim, seeing 401s, logs out. The answer says it worked and clears the browser's cookie at Path=/ ...
+    const both = world.anonymous();
+    both.cookies.set("hatch_session", `planted-junk; hatch_session=${own}`);
+    expect((await both.post("/api/auth/logout")).body).toEqual({ ok: true });
+    // ... so the sign-in behind it must be over: a copy of the cookie taken before must not work any more.
+    const replay = world.anonymous();
+    replay.cookies.set("hatch_session", own);
+    expect((await replay.get("/api/auth/me")).status).toBe(401);
+  });
+
   test("switching the active project works only for a project the user is a member of", async () => {
     await using world = await startWorld();
     const a = await world.project("a");
