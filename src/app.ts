@@ -1,6 +1,6 @@
 import { Elysia, ValidationError, type AnyElysia } from "elysia";
 import { isUniqueViolation } from "./db/index.ts";
-import { forbidden, HatchError, isCrossOriginRequest, isJsonContentType, parseJsonBody } from "./platform/index.ts";
+import { forbidden, HatchError, isCrossOriginRequest } from "./platform/index.ts";
 
 /** Options for `createApp`: the route plugins of every part, already built with their collaborators. */
 export interface AppOptions {
@@ -36,8 +36,6 @@ export function createApp(options: AppOptions) {
   const allowedOrigins = new Set(options.allowedOrigins ?? []);
   let app: AnyElysia = new Elysia({ name: "hatch" })
     .error({ HatchError })
-    // JSON bodies are read here, so one nested too deep is refused before any schema walks it.
-    .onParse({ as: "global" }, async ({ request }) => (isJsonContentType(request.headers) ? parseJsonBody(await request.text()) : undefined))
     .onRequest(({ request, set }) => {
       // A page on an allowed origin (the widget served on another port or host) must be able to call the API
       // with its cookie and read the answer, so the browser is told so (CORS); no other origin is.

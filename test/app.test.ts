@@ -120,6 +120,15 @@ describe("the HTTP edge", () => {
       const deepest = `{"email":${"[".repeat(63)}${"]".repeat(63)},"password":"x"}`;
       const judged = await world.anonymous().post("/api/auth/login", deepest);
       expect({ status: judged.status, code: judged.body.error.code, logged: logged.length }).toEqual({ status: 400, code: "invalid_request", logged: 0 });
+      // Every group of routes that reads JSON reads it so.
+      const owner = await world.signedIn(await world.project(), "owner");
+      const deep = `{"name":${"[".repeat(depth)}${"]".repeat(depth)}}`;
+      for (const path of ["/api/workflows", "/api/sources", "/api/packages/agent/terminal/sessions", "/api/agents", "/api/auth/project"]) {
+        const answer = await owner.client.post(path, deep);
+        expect({ path, status: answer.status, code: answer.body.error?.code }).toEqual({ path, status: 400, code: "invalid_json" });
+      }
+      expect((await owner.client.put("/api/secrets/user/token", deep)).body.error?.code).toBe("invalid_json");
+      expect(logged).toEqual([]);
     } finally {
       console.error = original;
     }

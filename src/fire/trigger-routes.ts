@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { conflict, notFound, requireJsonBody, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { conflict, notFound, parseJsonRequest, requireJsonBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { manageableWorkflow, workflowCaller, type WorkflowsPart } from "../workflows/index.ts";
 import type { WebhookTokens } from "./webhook-tokens.ts";
 
@@ -20,6 +20,7 @@ export function triggerRoutes(options: { platform: Platform; part: WorkflowsPart
 
   return new Elysia({ name: "workflow-trigger-routes", prefix: "/api/workflows" })
     .derive(async ({ request }) => ({ caller: await workflowCaller(platform, sessionTokenOf(request.headers.get("cookie"))) }))
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .post(
       "/:id/triggers",

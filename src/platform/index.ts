@@ -8,7 +8,7 @@ export { readCapped } from "./capped-read.ts";
 export { type Clock, systemClock } from "./clock.ts";
 export { isCrossOriginRequest } from "./cross-origin.ts";
 export { HatchError, badRequest, conflict, forbidden, notFound, requireObjectBody, tooMany, unauthorized, unavailable, unsupportedMediaType } from "./errors.ts";
-export { isJsonContentType, requireJsonBody } from "./json-body.ts";
+export { isJsonContentType, parseJsonRequest, requireJsonBody } from "./json-body.ts";
 export { MAX_JSON_DEPTH, parseJsonBody } from "./json-depth.ts";
 export { isOneLineText } from "./one-line-text.ts";
 export { AGENT_PACKAGE, BUILTIN_ROLES, DEFAULT_GRANTS, FEATURES, WILDCARD, hasFeature, isFeatureName } from "./features.ts";

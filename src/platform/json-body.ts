@@ -1,4 +1,5 @@
 import { unsupportedMediaType } from "./errors.ts";
+import { parseJsonBody } from "./json-depth.ts";
 
 /**
  * A route hook refusing a body that is not `Content-Type: application/json`
@@ -30,4 +31,18 @@ function hasBody(headers: Headers): boolean {
   const length = headers.get("content-length");
   if (length !== null) return Number(length) > 0;
   return headers.has("transfer-encoding");
+}
+
+/**
+ * A route parse hook reading a JSON body through `parseJsonBody`, so one
+ * nested too deep is refused (400 `invalid_json`) before the route's schema
+ * walks it; other bodies are left to the framework (and refused by
+ * `requireJsonBody`). Route groups that read JSON use both; a route that
+ * reads its own body (`parse: "none"`) uses neither.
+ *
+ * @example
+ * new Elysia().onParse(parseJsonRequest).onTransform(requireJsonBody)
+ */
+export async function parseJsonRequest({ request }: { request: Request }): Promise<unknown> {
+  return isJsonContentType(request.headers) ? parseJsonBody(await request.text()) : undefined;
 }

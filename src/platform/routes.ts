@@ -4,7 +4,7 @@ import { inProject, isAdminRole, requireFeature, requireProjectAdmin, type Calle
 import { cameOverTls, clientAddress, normalizeAddress, rateKey } from "./client-address.ts";
 import { unauthorized, forbidden, notFound, tooMany } from "./errors.ts";
 import { AGENT_PACKAGE, FEATURES } from "./features.ts";
-import { requireJsonBody } from "./json-body.ts";
+import { parseJsonRequest, requireJsonBody } from "./json-body.ts";
 import { LoginThrottle } from "./login-throttle.ts";
 import type { Platform } from "./platform.ts";
 import { MAX_EMAIL_LENGTH, MAX_PASSWORD_LENGTH } from "./users.ts";
@@ -47,6 +47,7 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
   const throttle = options.loginThrottle ?? new LoginThrottle();
 
   return new Elysia({ name: "platform-session-routes" })
+    .onParse(parseJsonRequest)
     .derive(({ request }) => ({ sessionToken: sessionTokenOf(request.headers.get("cookie")) }))
     .post(
       "/api/auth/login",
@@ -96,6 +97,7 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
 function accountRoutes(platform: Platform) {
   return new Elysia({ name: "platform-account-routes" })
     .derive(async ({ request }) => ({ caller: await platform.callers.resolve(sessionTokenOf(request.headers.get("cookie"))) }))
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .get("/api/auth/me", ({ caller }) => {
       return {
@@ -128,6 +130,7 @@ function accountRoutes(platform: Platform) {
 function secretRoutes(platform: Platform) {
   return new Elysia({ name: "platform-secret-routes" })
     .derive(async ({ request }) => ({ caller: await platform.callers.resolve(sessionTokenOf(request.headers.get("cookie"))) }))
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .get(
       "/api/secrets",
@@ -182,6 +185,7 @@ function secretSlot(caller: Caller, scope: "user" | "project"): { scopeId: strin
 function projectRoutes(platform: Platform) {
   return new Elysia({ name: "platform-project-routes" })
     .derive(async ({ request }) => ({ caller: await platform.callers.resolveInProject(sessionTokenOf(request.headers.get("cookie"))) }))
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .get("/api/settings", ({ caller }) => {
       requireProjectAdmin(caller);
@@ -284,6 +288,7 @@ function agentRoutes(platform: Platform) {
       platform.callers.requirePackage(caller, AGENT_PACKAGE);
       return { caller };
     })
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .get("/api/agents", ({ caller }) => {
       return { agents: platform.agents.usableBy(caller.project.id, caller.user.id) };

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { badRequest, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { badRequest, parseJsonRequest, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_CONNECTOR_LENGTH, MAX_LABEL_LENGTH, MAX_PATH_LENGTH, MAX_SUBJECT_LENGTH, SOURCE_KINDS, type SourceStore } from "./source-store.ts";
 
 /** Collaborators of the source routes. */
@@ -20,6 +20,7 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       requireProjectAdmin(caller);
       return { caller };
     })
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .get("/", ({ caller }) => ({ sources: store.list(caller.project.id) }))
     .post(

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { AGENT_PACKAGE, can, FEATURES, requireFeature, requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { AGENT_PACKAGE, can, FEATURES, requireFeature, parseJsonRequest, requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS } from "../pty/index.ts";
 import { auditSessionEvent } from "./session-audit.ts";
 import type { SourceEntry } from "./source-destinations.ts";
@@ -35,6 +35,7 @@ export function terminalRoutes(options: TerminalRoutesOptions) {
       requireFeature(caller, FEATURES.terminalRead);
       return { caller };
     })
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .get("/health", ({ caller }) => ({
       status: "ok",

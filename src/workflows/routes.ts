@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { AGENT_PACKAGE, badRequest, conflict, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { AGENT_PACKAGE, badRequest, conflict, parseJsonRequest, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform, type ProjectCaller } from "../platform/index.ts";
 import { managesAll, requireCreateAccess, requireManageable, requireRunnableCreator, requireSecretAccess, requireWorkflowAccess } from "./access.ts";
 import { pendingTemplateUpgrade, TEMPLATES } from "./templates.ts";
 import type { Workflow } from "./workflow.ts";
@@ -64,6 +64,7 @@ export function workflowRoutes(options: WorkflowRoutesOptions) {
 
   return new Elysia({ name: "workflow-routes", prefix: "/api/workflows" })
     .derive(async ({ request }) => ({ caller: await workflowCaller(platform, sessionTokenOf(request.headers.get("cookie"))) }))
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .get("/", ({ caller }) => {
       requireWorkflowAccess(caller);

@@ -1,5 +1,5 @@
 import { Elysia, t } from "elysia";
-import { requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
+import { parseJsonRequest, requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { manageableWorkflow, workflowCaller } from "./routes.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
 
@@ -17,6 +17,7 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
 
   return new Elysia({ name: "workflow-run-routes", prefix: "/api/workflows" })
     .derive(async ({ request }) => ({ caller: await workflowCaller(platform, sessionTokenOf(request.headers.get("cookie"))) }))
+    .onParse(parseJsonRequest)
     .onTransform(requireJsonBody)
     .post(
       "/:id/runs",
