@@ -1,6 +1,7 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { ScreenMirror, type ParserThread } from "../screen/index.ts";
 import { randomToken } from "../platform/index.ts";
+import { Blocklist, type LineVerdict } from "./blocklist.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
 import { foregroundDirectory, shellInForeground } from "./foreground-program.ts";
 import { InputGuard } from "./input-guard.ts";
@@ -155,6 +156,30 @@ export class PtySession {
   }
 
   /**
+   * The input screen's verdict on an exec's command, judged as the lines
+   * typed at the shell in the exec's working directory (the session's
+   * start) would be: a command refused when typed must not run when posted.
+   * Checked whole, so its line breaks separate commands as the shell's do,
+   * and a quoted string or here-document spanning lines stays text. Best
+   * effort, like the screen itself.
+   */
+  screenExec(command: string): LineVerdict {
+    return new Blocklist(this.#screenOptions(() => this.options.launch.cwd)).checkLine(command);
+  }
+
+  /** What the screen needs to know of this session, with where relative paths start from. */
+  #screenOptions(cwd: () => string | null) {
+    return {
+      protectedPaths: this.options.protectedPaths,
+      // Pasted image paths point into scratch, which lives inside the protected data dir.
+      allowedPaths: [this.options.scratch.path],
+      // So `~/…` and `$HOME/…` name what they name to the shell: a data dir under the home is still protected.
+      home: this.options.launch.env.HOME,
+      cwd,
+    };
+  }
+
+  /**
    * Run an exec as this session's work: it counts as activity from start to
    * end, and the signal it is given aborts when the session is destroyed.
    */
@@ -215,13 +240,8 @@ export class PtySession {
         this.views.control(view, { type: "blocked", reason });
         this.options.onBlocked(view, reason);
       },
-      protectedPaths: this.options.protectedPaths,
-      // Pasted image paths point into scratch, which lives inside the protected data dir.
-      allowedPaths: [this.options.scratch.path],
-      // So `~/…` and `$HOME/…` name what they name to the shell: a data dir under the home is still protected.
-      home: this.options.launch.env.HOME,
       // So `rm -rf usr` typed in `/` is `rm -rf /usr`. Read at each checked line: the shell may have moved.
-      cwd: () => foregroundDirectory(this.#process.pid),
+      ...this.#screenOptions(() => foregroundDirectory(this.#process.pid)),
       // In a full-screen app the cursor line is the editor's, not a shell command. The output alone cannot say
       // so (`printf '\e[?1049h'` at the prompt): only a program the kernel says is not a shell is trusted to be one.
       fullScreen: () => this.mirror.fullScreen && shellInForeground(this.#process.pid, this.options.launch.argv[0] ?? "") === false,

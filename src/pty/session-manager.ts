@@ -32,7 +32,8 @@ export interface SessionManagerOptions {
   /** How long before an idle reap the countdown notice goes out. */
   countdownMs?: number;
   onBlocked?(session: PtySession, view: View, reason: string): void;
-  onDestroyed?(session: PtySession, reason: string): void;
+  /** A session ended that nobody asked to end: reaped when idle, or its program exited (with its exit code). */
+  onEnded?(session: PtySession, end: { cause: "idle" } | { cause: "exited"; code: number }): void;
 }
 
 /** A create request, after the terminal edge resolved the source to a launch. */
@@ -155,7 +156,6 @@ export class SessionManager {
     } finally {
       this.#ending.delete(ending);
     }
-    this.options.onDestroyed?.(session, reason);
   }
 
   /**
@@ -181,6 +181,7 @@ export class SessionManager {
       if (idle >= idleMs && session.views.size === 0) {
         reaped.push(session.id);
         await this.destroy(session.key, "The session was closed after being idle");
+        this.options.onEnded?.(session, { cause: "idle" });
       } else if (idle >= idleMs - countdownMs && idle < idleMs) {
         session.announce({ type: "countdown", secondsLeft: Math.max(0, Math.ceil((idleMs - idle) / 1000)) });
       }
@@ -191,8 +192,10 @@ export class SessionManager {
   /** Destroy every session and refuse new ones (shutdown); resolves once creates still spawning are ended too. */
   async dispose(): Promise<void> {
     this.#closing = true;
-    await Promise.all([...this.#sessions.values()].map((s) => s.destroy("The service is shutting down")));
+    // Forgotten first: a program killed by the shutdown did not end by itself (see onExit).
+    const all = [...this.#sessions.values()];
     this.#sessions.clear();
+    await Promise.all(all.map((s) => s.destroy("The service is shutting down")));
     // A terminate or reap already under way is no longer in the map, but its program may not have ended yet.
     await Promise.allSettled([...this.#ending]);
     // Each create still spawning ends its own session on seeing #closing: wait until it has.
@@ -245,10 +248,10 @@ export class SessionManager {
         inputBucket: this.options.inputBucket,
         now: this.options.now,
         onBlocked: (view, reason) => this.options.onBlocked?.(session, view, reason),
-        onExit: (s) => {
+        onExit: (s, code) => {
           if (this.#sessions.get(keyString(s.key)) === s) {
             this.#sessions.delete(keyString(s.key));
-            this.options.onDestroyed?.(s, "exited");
+            this.options.onEnded?.(s, { cause: "exited", code });
           }
         },
       });

@@ -1,8 +1,11 @@
 import type { Platform, ProjectCaller } from "../platform/index.ts";
 import type { PtySession } from "../pty/index.ts";
 
-/** What a person did with a session's screen: a view came or went, lost access or writing, or a supervisor read it. */
-export type SessionEvent = "attach" | "detach" | "access_lost" | "demoted" | "read";
+/**
+ * What a person did with a session's screen: a view came or went, lost
+ * access or writing, or a supervisor read it or got its keyboard (`lease`).
+ */
+export type SessionEvent = "attach" | "detach" | "access_lost" | "demoted" | "read" | "lease";
 
 /**
  * Write a `terminal.session` entry: who (the caller) did what to whose session.

@@ -108,6 +108,22 @@ export function createTerminalPart(options: TerminalPartOptions): TerminalPart {
         target: session.id,
         detail: { reason, sessionUserId: session.key.userId },
       }),
+    // An end nobody asked for is on the record too (a terminate and a former member's end are audited where asked).
+    onEnded: (session, end) => {
+      try {
+        platform.audit.write({
+          action: "terminal.terminate",
+          userId: session.key.userId,
+          projectId: session.key.projectId,
+          agentId: session.key.agentId,
+          target: session.id,
+          detail: { sessionUserId: session.key.userId, reason: end.cause, ...(end.cause === "exited" ? { exitCode: end.code } : {}) },
+        });
+      } catch (error) {
+        // A program can exit as the server shuts down, after the database closed: losing that line beats crashing.
+        console.error("hatch: could not write a terminal audit entry", error);
+      }
+    },
   });
   const store = new SourceStore(platform.db, platform.accessChanges);
   const destinations = new SourceDestinations({

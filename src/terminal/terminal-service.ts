@@ -170,6 +170,18 @@ export class TerminalService {
   async exec(caller: ProjectCaller, sessionId: string, address: SessionAddress, command: string, timeoutSeconds?: number): Promise<ExecResult> {
     if (command.includes("\0")) throw badRequest("invalid_command", "Cannot run the command: it holds a NUL byte, which no program can receive");
     const session = await this.#drivable(caller, sessionId, address);
+    const screened = session.screenExec(command);
+    if (screened.blocked) {
+      this.options.platform.audit.write({
+        action: "terminal.blocked",
+        userId: caller.user.id,
+        projectId: caller.project.id,
+        agentId: session.key.agentId,
+        target: session.id,
+        detail: { reason: screened.reason, sessionUserId: session.key.userId, via: "exec" },
+      });
+      throw forbidden("command_blocked", `The command was not run: ${screened.reason}`);
+    }
     const { settings } = this.options.platform;
     const { projectId } = session.key;
     const timeoutMs = (timeoutSeconds ?? settings.get("terminalExecTimeoutSeconds", projectId)) * 1000;

@@ -12,6 +12,7 @@ import { parseTerminalUpgrade, type TerminalUpgrade } from "./upgrade-request.ts
 import { AccessGate } from "./access-gate.ts";
 import { keepAlive } from "./keep-alive.ts";
 import { auditSessionEvent } from "./session-audit.ts";
+import { SupervisorLeases } from "./supervisor-leases.ts";
 import { CLOSE, closeCodeFor, decideViewAccess } from "./view-access.ts";
 
 /** Largest frame a client may send; ws closes the connection with 1009 past it. */
@@ -90,16 +91,21 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
   if (session.destroyed) return void ws.close(CLOSE.notFound, "");
   const full = session.views.fullFor(caller.user.id);
   if (full) return void ws.close(CLOSE.tooManyViews, full);
+  const leases = new SupervisorLeases(platform, caller, session);
   const view = session.attach(
     {
       output: (bytes) => ws.send(bytes, { binary: true }),
-      control: (message) => ws.send(JSON.stringify(message)),
+      control: (message) => {
+        leases.told(message);
+        ws.send(JSON.stringify(message));
+      },
       close: (code, reason) => ws.close(code, reason),
       buffered: () => ws.bufferedAmount,
     },
     { userId: caller.user.id, canWrite: access.canWrite, since: upgrade.since, instance: upgrade.instance },
   );
   auditSessionEvent(platform, caller, session, "attach");
+  leases.attached();
   // Access is decided again before input, resize and take control, and every accessRecheckMs for a view that only watches:
   // a user logged out, removed, demoted or narrowed loses the view as a fresh connect would be refused.
   // Set once access is lost: the close is under way, and a decision made meanwhile (a change notified, a key) must not audit it twice.
@@ -135,7 +141,7 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
   // A view whose peer vanished without closing would hold the session from the reaper for ever.
   const stopPinging = keepAlive(ws, options.heartbeatMs);
   const flood = { told: false };
-  ws.on("message", (data, isBinary) => onMessage(session, view, ws, gate, flood, isBinary ? null : data.toString()));
+  ws.on("message", (data, isBinary) => onMessage(session, view, ws, gate, flood, leases, isBinary ? null : data.toString()));
   ws.on("close", () => {
     stopHearing();
     clearInterval(recheck);
@@ -149,7 +155,15 @@ async function connect(options: TerminalSocketOptions, ws: WebSocket, upgrade: T
  * One client message. `flood.told` is set once the view was told input of its
  * was dropped at the gate, so a flood gets one notice, not one per message.
  */
-function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessGate, flood: { told: boolean }, text: string | null): void {
+function onMessage(
+  session: PtySession,
+  view: View,
+  ws: WebSocket,
+  gate: AccessGate,
+  flood: { told: boolean },
+  leases: SupervisorLeases,
+  text: string | null,
+): void {
   let message: unknown;
   try {
     message = text === null ? null : JSON.parse(text);
@@ -175,7 +189,7 @@ function onMessage(session: PtySession, view: View, ws: WebSocket, gate: AccessG
     case "resize":
       return void gate.run(() => session.resize(view, message.cols, message.rows));
     case "takeControl":
-      return void gate.run(() => session.views.takeControl(view));
+      return void gate.run(() => leases.takingControl(() => session.views.takeControl(view)));
     case "ack":
       // An ack carries no authority: it only lets output flow to this view.
       return session.views.ack(view, message.bytes);

@@ -129,3 +129,38 @@ describe("the reaper", () => {
     expect(readdirSync(join(world.config.dataDir, "scratch"))).toHaveLength(2);
   });
 });
+
+describe("ends nobody asked for", () => {
+  test("an idle reap is on the record (terminal.terminate, reason idle), keyed to the session's owner as a former member's end is", async () => {
+    let now = Date.now();
+    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "idle" });
+    now += 10 * 60_000;
+    expect(await world.hatch.terminal.sessions.sweep()).toEqual(["idle"]);
+    const ends = world.platform.audit.query({ projectId: project.id, action: "terminal.terminate" });
+    expect(ends.map((entry) => ({ userId: entry.userId, target: entry.target, detail: entry.detail }))).toEqual([
+      { userId: owner.user.id, target: "idle", detail: { sessionUserId: owner.user.id, reason: "idle" } },
+    ]);
+  });
+
+  test("a shell that exits by itself is on the record with its exit code; a session someone terminated is recorded once, as terminated", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "quits" });
+    await createSession(owner.client, { sourceSlug: "container-root", id: "ended" });
+    const terminal = await attached(world, owner, "quits");
+    terminal.type("exit 3\r");
+    await terminal.control("exit");
+    expect((await owner.client.delete(`${TERMINAL}/sessions/ended`)).status).toBe(200);
+    await waitFor(() => world.platform.audit.query({ projectId: project.id, action: "terminal.terminate" }).length >= 2, "both ends on the record");
+    const ends = world.platform.audit.query({ projectId: project.id, action: "terminal.terminate" });
+    expect(ends.map((entry) => ({ target: entry.target, reason: entry.detail?.reason ?? null, exitCode: entry.detail?.exitCode ?? null })).sort((a, b) => a.target!.localeCompare(b.target!))).toEqual([
+      { target: "ended", reason: null, exitCode: null },
+      { target: "quits", reason: "exited", exitCode: 3 },
+    ]);
+  });
+});

@@ -21,11 +21,12 @@ describe("supervision is audited whichever way a supervisor looks", () => {
       expect.objectContaining({ userId: admin.user.id, target: "s", detail: { event: "read", sessionUserId: member.user.id, lines: read.body.lines.length } }),
     ]);
 
-    // The same look through a WebSocket view is audited as attach and detach.
+    // The same look through a WebSocket view is audited as attach and detach; the session being unwatched, the view
+    // held its keyboard from the attach, and that is on the record too.
     const watching = await attached(world, admin, "s", { userId: member.user.id });
     watching.close();
     const byAdmin = () => world.platform.audit.query({ projectId: project.id, action: "terminal.session" }).filter((entry) => entry.userId === admin.user.id);
-    await waitFor(() => byAdmin().length >= 3, "the attach and detach entries");
-    expect(byAdmin().map((entry) => entry.detail?.event)).toEqual(["detach", "attach", "read"]);
+    await waitFor(() => byAdmin().length >= 4, "the attach, lease and detach entries");
+    expect(byAdmin().map((entry) => entry.detail?.event)).toEqual(["detach", "lease", "attach", "read"]);
   });
 });

@@ -449,3 +449,32 @@ describe("one session's output and everyone's screens", () => {
   }, 40_000);
 });
 
+
+describe("exec and the input screen", () => {
+  test("a command the screen refuses when typed is refused through exec on the same session too (403 command_blocked, audited), and one it lets through runs", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const keyFile = join(world.config.dataDir, "secret.key");
+    expect(existsSync(keyFile)).toBe(true);
+    // Typed, the line never runs: the data dir is protected.
+    const terminal = await attached(world, owner, "s");
+    terminal.type(`wc -c ${keyFile}\r`);
+    const blocked = await terminal.control("blocked");
+    expect(blocked.reason).toBe("access to a protected hatch directory");
+    // Posted, neither: nor on a later line of a longer script.
+    for (const command of [`wc -c ${keyFile}`, `echo fine\ncat ${keyFile} | base64`]) {
+      const viaExec = await owner.client.post(`${TERMINAL}/sessions/s/exec`, { command });
+      expect({ status: viaExec.status, code: viaExec.body.error?.code, message: viaExec.body.error?.message }).toEqual({
+        status: 403,
+        code: "command_blocked",
+        message: "The command was not run: access to a protected hatch directory",
+      });
+    }
+    const ok = await owner.client.post(`${TERMINAL}/sessions/s/exec`, { command: "echo fine" });
+    expect({ status: ok.status, output: ok.body.output }).toEqual({ status: 200, output: "fine\n" });
+    const entries = world.platform.audit.query({ projectId: project.id, action: "terminal.blocked" }).filter((entry) => entry.detail?.via === "exec");
+    expect(entries.map((entry) => entry.detail?.reason)).toEqual(["access to a protected hatch directory", "access to a protected hatch directory"]);
+  });
+});

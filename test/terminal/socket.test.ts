@@ -507,3 +507,46 @@ describe("the terminal WebSocket", () => {
     }
   });
 });
+
+describe("a supervisor at someone else's keyboard", () => {
+  /** The `lease` entries of the project's terminal audit, oldest first: who got which user's keyboard, and how. */
+  function leaseEntries(world: { platform: { audit: { query(q: object): { userId: string | null; detail: Record<string, unknown> | null }[] } } }, projectId: string) {
+    return world.platform.audit
+      .query({ projectId, action: "terminal.session" })
+      .reverse()
+      .filter((entry) => entry.detail?.event === "lease")
+      .map((entry) => ({ userId: entry.userId, via: entry.detail?.via, sessionUserId: entry.detail?.sessionUserId }));
+  }
+
+  test("taking control of another user's session is audited (terminal.session, lease via take_control); the owner taking it back is not", async () => {
+    await using world = await startWorld();
+    const { project, member, admin } = await sessionAnAdminSupervises(world);
+    const own = await attached(world, member, "s");
+    await own.control("lease", (c) => c.you === true);
+    const supervisor = await attached(world, admin, "s", { userId: member.user.id });
+    supervisor.send({ type: "takeControl" });
+    await own.control("lease", (c) => c.userId === admin.user.id);
+    await runAndSee(supervisor, "echo typed-by-supervisor-$((40+2))", "typed-by-supervisor-42");
+    own.send({ type: "takeControl" });
+    await supervisor.control("lease", (c) => c.userId === member.user.id);
+    expect(leaseEntries(world, project.id)).toEqual([{ userId: admin.user.id, via: "take_control", sessionUserId: member.user.id }]);
+  });
+
+  test("a supervisor attaching to an unwatched session holds its keyboard at once, and one handed it as the owner leaves: both are audited", async () => {
+    await using world = await startWorld();
+    const { project, member, admin } = await sessionAnAdminSupervises(world);
+    const first = await attached(world, admin, "s", { userId: member.user.id });
+    await first.control("lease", (c) => c.you === true);
+    first.close();
+    const own = await attached(world, member, "s");
+    await own.control("lease", (c) => c.you === true);
+    const watching = await attached(world, admin, "s", { userId: member.user.id });
+    await watching.control("lease", (c) => c.you === false);
+    own.close();
+    await watching.control("lease", (c) => c.you === true);
+    expect(leaseEntries(world, project.id)).toEqual([
+      { userId: admin.user.id, via: "attach", sessionUserId: member.user.id },
+      { userId: admin.user.id, via: "handed_on", sessionUserId: member.user.id },
+    ]);
+  });
+});
