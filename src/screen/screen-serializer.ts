@@ -6,7 +6,7 @@ import { serializeRows } from "./row-serializer.ts";
 import type { ScrollbackCache } from "./scrollback-cache.ts";
 import { type CellAttributes, sgr } from "./sgr.ts";
 import { tabStopSequence } from "./tab-stops.ts";
-import { hasUnderlineExtras } from "./underline-styles.ts";
+import { hasUnderlineExtras } from "./underline.ts";
 import { bufferInternals, cellLinkId, coreOf } from "./xterm-internals.ts";
 
 /**

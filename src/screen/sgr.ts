@@ -1,5 +1,5 @@
 import type { IBufferCell } from "@xterm/headless";
-import { underlineColourParam, underlineStyleParam } from "./underline-styles.ts";
+import { underlineColourParam, underlineStyleParam } from "./underline.ts";
 import { isUnderlinedBySgr } from "./xterm-internals.ts";
 
 /**
