@@ -143,17 +143,11 @@ export function planConfinedCommand(spec: ConfineSpec, probe: ConfinementProbe, 
 
 function landlockArgs(spec: ResolvedSpec, secrets: HiddenPath[], abiMin: number, newSession: boolean, inBwrap: boolean): HelperArgs {
   const writable = spec.roots.filter((r) => r.write);
-  // Inside bwrap a cover that exists is a mount over its path (an empty tmpfs, /dev/null), which
-  // nothing in the sandbox can lift: Landlock need not carve it out of the roots too, which would
-  // leave a writable root holding one (the data dir, a host secret) unable to take new entries at
-  // its own level. One bwrap cannot mount (the path does not exist yet) stays Landlock's to carve,
-  // so nothing can be made there.
-  const mounted = new Set(inBwrap ? [...existing(spec.deny), ...existing(spec.policyDeny), ...secrets].map((h) => h.path) : []);
-  const covers = coversOf(spec, secrets).filter((path) => !mounted.has(path));
+  const covers = coversOf(spec, secrets);
   // Alone, Landlock must carve read-only sub-rules out of writable roots itself. Inside bwrap the
   // read-only bind mount already does (EROFS), so the writable root's own top level stays usable.
   // That holds only where the writable root's rule reaches the sub-root: below a deny path or host
-  // secret Landlock carves the rule away, and the read-only root needs a rule of its own to be readable.
+  // secret the rule is carved away, and the read-only root needs a rule of its own to be readable.
   // bwrap has no per-mount noexec, so a root that denies running programs always goes to Landlock.
   const inheritsWrite = (r: Required<ConfineRoot>) => writable.some((w) => isStrictlyWithin(r.path, w.path) && coverBetween(w.path, r.path, covers) === undefined);
   const readOnly = spec.roots.filter((r) => !r.write).filter((r) => !r.exec || !inBwrap || !inheritsWrite(r));
@@ -167,7 +161,7 @@ function landlockArgs(spec: ResolvedSpec, secrets: HiddenPath[], abiMin: number,
     rwNoExec: paths(writable, false),
     dev: [...STANDARD_DEVICES, ...(inBwrap ? BWRAP_DEVICES : [])],
     // Landlock needs no difference between the kinds: a grant below a deny path keeps its own rule.
-    deny: covers,
+    deny: coversOf(spec, secrets),
     env: Object.entries(spec.env).map(([name, value]) => `${name}=${value}`),
     cwd: spec.cwd,
     abiMin,
