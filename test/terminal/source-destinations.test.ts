@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { readdirSync, statSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TERMINAL, createSession } from "../helpers/terminal.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -44,6 +45,35 @@ describe("where a source tab may open", () => {
       expect(answers).toEqual({ [`log/${existing}`]: refused, "log/no-such-dir": refused, log: refused });
       // Elsewhere in the same source a cwd still opens.
       expect((await createSession(member.client, { sourceSlug: "var", id: "ok", cwd: "lib" })).status).toBe(201);
+    });
+  }
+});
+
+describe("a writable source that holds hatch's data dir", () => {
+  for (const mode of ["auto", "landlock"]) {
+    test(`the data dir stays out of reach, and no directory above it can be moved: the source's own level takes no new entries, its sub-directories do (HATCH_CONFINEMENT=${mode})`, async () => {
+      // A project tree with the service's data dir inside it: an operator running hatch from a checkout.
+      const tree = mkdtempSync(join(tmpdir(), "hatch-tree-"));
+      mkdirSync(join(tree, "src"));
+      await using world = await startWorld({ HATCH_DATA_DIR: join(tree, ".hatch-data"), HATCH_CONFINEMENT: mode });
+      world.onDispose(() => rmSync(tree, { recursive: true, force: true }));
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      const store = world.hatch.terminal.sources;
+      const source = store.add(project.id, { slug: "tree", kind: "local", root: tree });
+      store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+      expect((await createSession(member.client, { sourceSlug: "tree", id: "t" })).status).toBe(201);
+      // The input screen refuses a line naming the data dir; the sandbox is what is tested, so python names it.
+      const exec = await member.client.post(`${TERMINAL}/sessions/t/exec`, {
+        command: `touch notes.txt 2>/dev/null && echo created || echo not-created; touch src/x && echo sub-written
+/usr/bin/python3 -c '
+try: open(".hatch" + "-data/secret.key", "rb").read(); print("key-read")
+except OSError: print("key-hidden")
+'`,
+      });
+      // Landlock carves the data dir out of the root's rule even under bwrap, whose mount alone would not stop a
+      // directory above it from being renamed away on the host; a carved directory takes no new entries.
+      expect(exec.body.output).toBe("not-created\nsub-written\nkey-hidden\n");
     });
   }
 });
