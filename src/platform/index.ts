@@ -21,6 +21,6 @@ export { RateLimiter, type RateLimiterOptions } from "./rate-limiter.ts";
 export { Roles } from "./roles.ts";
 export { platformRoutes, type PlatformRoutesOptions } from "./routes.ts";
 export { loadSecretKey, SECRET_KEY_FILE, type SecretKey } from "./secret-key.ts";
-export { Secrets, type SecretScope } from "./secrets.ts";
+export { MAX_SECRETS_PER_SCOPE, Secrets, type SecretScope } from "./secrets.ts";
 export { SETTINGS, Settings, type SettingKey, type SettingScope, type SettingView } from "./settings.ts";
 export { Users, type User } from "./users.ts";

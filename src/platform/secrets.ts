@@ -1,7 +1,7 @@
-import { and, eq } from "drizzle-orm";
+import { and, count, eq } from "drizzle-orm";
 import type { Db } from "../db/index.ts";
 import { secretKeyCheck, secrets } from "../db/index.ts";
-import { badRequest } from "./errors.ts";
+import { badRequest, conflict } from "./errors.ts";
 
 /** Where a secret lives: a user's own scope or a project's. */
 export type SecretScope = "user" | "project";
@@ -26,6 +26,12 @@ const SECRET_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
 /** Secrets are tokens and keys, not files. */
 const MAX_SECRET_LENGTH = 16 * 1024;
 const IV_BYTES = 12;
+/**
+ * Secrets one scope (a user's own, a project's) holds at most. A user's own
+ * scope needs no project role to write, so without a bound any signed-in
+ * account could fill the disk 16 KiB (and an audit entry) at a time.
+ */
+export const MAX_SECRETS_PER_SCOPE = 200;
 
 /** Secrets encrypted at rest with AES-256-GCM; the value only leaves through `reveal` to server code. */
 export class Secrets {
@@ -56,9 +62,14 @@ export class Secrets {
     return { scope, scopeId, id, iv: Buffer.from(iv), ciphertext: Buffer.from(ciphertext) };
   }
 
-  /** Write a sealed secret, replacing one of the same id. */
+  /** Write a sealed secret, replacing one of the same id; a new one past MAX_SECRETS_PER_SCOPE is refused (409 `too_many_secrets`). */
   store(sealed: SealedSecret): SecretInfo {
     const row = { ...sealed, updatedAt: Date.now() };
+    const inScope = and(eq(secrets.scope, sealed.scope), eq(secrets.scopeId, sealed.scopeId));
+    const replaces = this.db.select({ id: secrets.id }).from(secrets).where(and(inScope, eq(secrets.id, sealed.id))).get();
+    if (!replaces && this.db.select({ n: count() }).from(secrets).where(inScope).get()!.n >= MAX_SECRETS_PER_SCOPE) {
+      throw conflict("too_many_secrets", `Cannot store secret "${sealed.id}": this ${sealed.scope} scope already holds ${MAX_SECRETS_PER_SCOPE} secrets; delete one first`);
+    }
     this.db
       .insert(secrets)
       .values(row)

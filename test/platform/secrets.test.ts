@@ -7,7 +7,7 @@ import { adminCommands, runCli } from "../../src/cli/index.ts";
 import { loadConfig } from "../../src/config.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { startHatch } from "../../src/main.ts";
-import { loadSecretKey } from "../../src/platform/index.ts";
+import { loadSecretKey, MAX_SECRETS_PER_SCOPE } from "../../src/platform/index.ts";
 import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
 
 describe("secrets", () => {
@@ -233,5 +233,21 @@ describe("secrets", () => {
       { userId: member.user.id, target: "user:other" },
       { userId: member.user.id, target: "user:telegram.botToken" },
     ]);
+  });
+
+  test("a scope holds at most 200 secrets: one more is refused with 409 too_many_secrets and not stored, a replacement still goes in, and a delete makes room", async () => {
+    await using world = await startWorld({ HATCH_SECRET_KEY: "a-test-key-of-more-than-32-characters" });
+    const member = await world.signedIn(await world.project(), "member");
+    // Filled through the store (the route's 200 answers are tested above); the route decides the one past the cap.
+    for (let i = 0; i < MAX_SECRETS_PER_SCOPE; i++) world.platform.secrets.store(await world.platform.secrets.seal("user", member.user.id, `k${i}`, "v"));
+    const refused = await member.client.put("/api/secrets/user/one-more", { value: "v" });
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 409, code: "too_many_secrets" });
+    expect(world.platform.secrets.list("user", member.user.id)).toHaveLength(MAX_SECRETS_PER_SCOPE);
+    expect((await member.client.put("/api/secrets/user/k7", { value: "replaced" })).status).toBe(200);
+    expect((await member.client.delete("/api/secrets/user/k0")).status).toBe(200);
+    expect((await member.client.put("/api/secrets/user/one-more", { value: "v" })).status).toBe(200);
+    // Another user's scope is a scope of its own.
+    const other = await world.signedIn(await world.project("other"), "member");
+    expect((await other.client.put("/api/secrets/user/mine", { value: "v" })).status).toBe(200);
   });
 });
