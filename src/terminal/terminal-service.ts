@@ -1,4 +1,4 @@
-import { AGENT_PACKAGE, badRequest, can, FEATURES, forbidden, HatchError, requireFeature, type Platform, type ProjectCaller } from "../platform/index.ts";
+import { AGENT_PACKAGE, badRequest, can, conflict, FEATURES, forbidden, HatchError, requireFeature, type Platform, type ProjectCaller } from "../platform/index.ts";
 import {
   buildSessionEnv,
   execInSession,
@@ -160,9 +160,14 @@ export class TerminalService {
   /**
    * Resize the PTY from the HTTP route. The rules of a view that may type: core.execute,
    * and a session whose source has not narrowed (its views are read-only then, resize included).
+   * And the input lease's: while another user's view holds it, the size is theirs (409 `lease_held`).
    */
   async resize(caller: ProjectCaller, sessionId: string, address: SessionAddress, cols: number, rows: number): Promise<void> {
     const session = await this.#drivable(caller, sessionId, address);
+    const holder = session.views.leaseHolder;
+    if (holder && holder.userId !== caller.user.id) {
+      throw conflict("lease_held", "Cannot resize: another user's view holds this session's input and size (the input lease); take control in a view first");
+    }
     session.resize(null, cols, rows);
   }
 

@@ -532,6 +532,21 @@ describe("a supervisor at someone else's keyboard", () => {
     expect(leaseEntries(world, project.id)).toEqual([{ userId: admin.user.id, via: "take_control", sessionUserId: member.user.id }]);
   });
 
+  test("while the owner's view holds the lease, a supervisor's HTTP resize is refused (409 lease_held) and the size stays the owner's; the owner's own resize goes through", async () => {
+    await using world = await startWorld();
+    const { member, admin } = await sessionAnAdminSupervises(world);
+    const own = await attached(world, member, "s");
+    await own.control("lease", (c) => c.you === true);
+    const refused = await admin.client.post(`${TERMINAL}/sessions/s/resize?userId=${member.user.id}`, { cols: 40, rows: 10 });
+    expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 409, code: "lease_held" });
+    expect((await member.client.post(`${TERMINAL}/sessions/s/resize`, { cols: 91, rows: 23 })).status).toBe(200);
+    await runAndSee(own, "stty size", "23 91");
+    own.close();
+    await own.closed;
+    // Nobody holds it once the owner's view left: the supervisor may size the session again.
+    expect((await admin.client.post(`${TERMINAL}/sessions/s/resize?userId=${member.user.id}`, { cols: 100, rows: 30 })).status).toBe(200);
+  });
+
   test("a supervisor attaching to an unwatched session holds its keyboard at once, and one handed it as the owner leaves: both are audited", async () => {
     await using world = await startWorld();
     const { project, member, admin } = await sessionAnAdminSupervises(world);
