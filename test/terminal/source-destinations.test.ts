@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TERMINAL, createSession } from "../helpers/terminal.ts";
@@ -74,6 +74,72 @@ except OSError: print("key-hidden")
       // Landlock carves the data dir out of the root's rule even under bwrap, whose mount alone would not stop a
       // directory above it from being renamed away on the host; a carved directory takes no new entries.
       expect(exec.body.output).toBe("not-created\nsub-written\nkey-hidden\n");
+    });
+  }
+});
+
+describe("a writable source that holds hatch's data dir one level down", () => {
+  for (const mode of ["auto", "landlock"]) {
+    test(`a tab cannot move the data dir out from under its cover by renaming its parent, so a later tab never reads the key (HATCH_CONFINEMENT=${mode})`, async () => {
+      // The data dir two levels below the source root: <tree>/state/hatch-data.
+      const tree = mkdtempSync(join(tmpdir(), "hatch-tree-"));
+      const dataDir = join(tree, "state", "hatch-data");
+      await using world = await startWorld({ HATCH_DATA_DIR: dataDir, HATCH_CONFINEMENT: mode });
+      world.onDispose(() => rmSync(tree, { recursive: true, force: true }));
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      const store = world.hatch.terminal.sources;
+      const source = store.add(project.id, { slug: "tree", kind: "local", root: tree });
+      store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+      expect((await createSession(member.client, { sourceSlug: "tree", id: "a" })).status).toBe(201);
+      // The data dir is a mount point (EBUSY), but the directory holding it is not.
+      const moved = await member.client.post(`${TERMINAL}/sessions/a/exec`, {
+        command: `/usr/bin/python3 -c '
+import os
+try: os.rename("sta" + "te", "elsewhere"); print("renamed")
+except OSError as e: print("refused")
+'`,
+      });
+      // A second tab, opened afterwards (the server makes a fresh data dir for its scratch dir).
+      expect((await createSession(member.client, { sourceSlug: "tree", id: "b" })).status).toBe(201);
+      const read = await member.client.post(`${TERMINAL}/sessions/b/exec`, {
+        command: `/usr/bin/python3 -c '
+try: print("key-read", len(open("elsewhere/hatch" + "-data/secret.key", "rb").read()))
+except OSError: print("key-hidden")
+'`,
+      });
+      expect({ moved: moved.body.output, read: read.body.output, keyStillThere: existsSync(join(dataDir, "secret.key")) }).toEqual({
+        moved: "refused\n",
+        read: "key-hidden\n",
+        keyStillThere: true,
+      });
+    });
+  }
+});
+
+describe("the empty mount over a path a writable source hides", () => {
+  for (const mode of ["auto", "landlock"]) {
+    test(`takes no writes, so a tab cannot park host memory in it past the 64 MiB /dev/shm allows (HATCH_CONFINEMENT=${mode})`, async () => {
+      const tree = mkdtempSync(join(tmpdir(), "hatch-tree-"));
+      await using world = await startWorld({ HATCH_DATA_DIR: join(tree, ".hatch-data"), HATCH_CONFINEMENT: mode });
+      world.onDispose(() => rmSync(tree, { recursive: true, force: true }));
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      const store = world.hatch.terminal.sources;
+      const source = store.add(project.id, { slug: "tree", kind: "local", root: tree });
+      store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+      expect((await createSession(member.client, { sourceSlug: "tree", id: "t" })).status).toBe(201);
+      // 80 MiB into the data dir's cover (bwrap's tmpfs there has no size limit: half the host's RAM).
+      const exec = await member.client.post(`${TERMINAL}/sessions/t/exec`, {
+        command: `/usr/bin/python3 -c '
+try:
+  with open(".hatch" + "-data/fill", "wb") as f:
+    for _ in range(80): f.write(bytes(1 << 20))
+  print("parked")
+except OSError: print("refused")
+'`,
+      });
+      expect(exec.body.output).toBe("refused\n");
     });
   }
 });

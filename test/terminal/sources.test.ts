@@ -698,3 +698,28 @@ function ownDir(world: World, parent: string): string {
   world.onDispose(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }
+
+describe("a path the policy denies, below a directory the tab may write", () => {
+  for (const confinement of ["auto", "landlock"]) {
+    test(`renaming the directory above it does not carry the denied files out to where a later tab reads them (HATCH_CONFINEMENT=${confinement})`, async () => {
+      await using world = await startWorld({ HATCH_CONFINEMENT: confinement });
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      const source = localSource(world, project, "hr", { member: "rwx" });
+      mkdirSync(join(source.root, "team", "salaries"), { recursive: true });
+      writeFileSync(join(source.root, "team", "salaries", "2026.txt"), "top secret");
+      roleRules(world, source, "member", "deny r on team/salaries");
+      expect((await createSession(member.client, { sourceSlug: "hr", id: "a" })).status).toBe(201);
+      const moved = await member.client.post(`${TERMINAL}/sessions/a/exec`, {
+        command: `/usr/bin/python3 -c '
+import os
+try: os.rename("team", "moved"); print("renamed")
+except OSError: print("refused")
+'`,
+      });
+      expect((await createSession(member.client, { sourceSlug: "hr", id: "b" })).status).toBe(201);
+      const read = await member.client.post(`${TERMINAL}/sessions/b/exec`, { command: "cat moved/salaries/2026.txt 2>/dev/null || echo hidden" });
+      expect({ moved: moved.body.output, read: read.body.output }).toEqual({ moved: "refused\n", read: "hidden\n" });
+    });
+  }
+});
