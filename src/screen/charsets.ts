@@ -115,3 +115,19 @@ function isAscii(charset: Charset): boolean {
 function sameCharset(a: Charset, b: Charset): boolean {
   return a === b || (isAscii(a) && isAscii(b));
 }
+
+/**
+ * Whether `text`, printed with the character set in use, comes out as
+ * itself. A cell holds what its character became, so printing a cell's text
+ * again is exact only where the set leaves that text alone: xterm.js's Dutch
+ * set turns `]` into `|`, and `|` into `f`.
+ */
+export function printsAsItself(terminal: Terminal, text: string): boolean {
+  const table = coreOf(terminal)?._charsetService?.charset as Record<string, string> | undefined | null;
+  if (!table) return true;
+  for (const char of text) {
+    const printed = table[char];
+    if (printed !== undefined && printed !== char) return false;
+  }
+  return true;
+}

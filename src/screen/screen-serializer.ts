@@ -1,5 +1,5 @@
 import type { IBuffer, Terminal } from "@xterm/headless";
-import { charsetInUseIsSaved, charsetSequence, savedCharsetDesignation } from "./charsets.ts";
+import { charsetInUseIsSaved, charsetSequence, printsAsItself, savedCharsetDesignation } from "./charsets.ts";
 import { CLOSE_LINK, type LinkOpener, linkOpener } from "./hyperlinks.ts";
 import { protectionSequence } from "./protection.ts";
 import { serializeRows } from "./row-serializer.ts";
@@ -118,8 +118,10 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   data += setRegion(terminal, active);
   if (current && saveActive !== undefined && charsetInUseIsSaved(terminal, active)) {
     // A DECRC left the saved set in use: the client's DECRC does the same, and the cursor and SGR are set again after
-    // it. The price: a cursor waiting to wrap is placed by printing its row's last character in that set.
-    data += charsetSequence(terminal) + RESTORE_CURSOR + sgr(current) + placeCursor(terminal, terminal.buffer.active, originTop);
+    // it. A cursor waiting to wrap is then placed by printing its row's last character in that set: where the set
+    // would change it, the cursor is placed on that character instead, the wrap lost.
+    const stable = (char: string) => printsAsItself(terminal, char);
+    data += charsetSequence(terminal) + RESTORE_CURSOR + sgr(current) + placeCursor(terminal, terminal.buffer.active, originTop, stable);
   } else {
     // After everything printed: the character sets change how the client prints ASCII.
     data += placeCursor(terminal, terminal.buffer.active, originTop) + charsetSequence(terminal);
@@ -160,7 +162,7 @@ function printedLastAgain(terminal: Terminal, top: number, links: LinkOpener): s
   const buffer = terminal.buffer.active;
   const x = buffer.cursorX - width;
   const cell = x >= 0 ? buffer.getLine(buffer.baseY + buffer.cursorY)?.getCell(x) : undefined;
-  if (!cell || width === 0 || cell.getWidth() !== width || cell.getChars() === "") return "";
+  if (!cell || width === 0 || cell.getWidth() !== width || cell.getChars() === "" || !printsAsItself(terminal, cell.getChars())) return "";
   // Only the same character as it stands: nothing else may change on the client. A link whose data xterm.js
   // dropped is not open on the client, so its character would lose it.
   if (sgr(cell) !== sgr(current) || protectionSequence(cell) !== protectionSequence(current)) return "";
@@ -181,9 +183,10 @@ function moveCursor(buffer: IBuffer, cols: number, top = 0): string {
  * column (a row just filled, the next character due on the next row) is
  * reproduced by printing the last character again with its own attributes,
  * which leaves xterm.js in that same state; a CUP to the last column would let
- * the next character overwrite it instead.
+ * the next character overwrite it instead. A character `printable` refuses
+ * (the set in use would change it) is not printed: the cursor goes on it.
  */
-function placeCursor(terminal: Terminal, buffer: IBuffer, top: number): string {
+function placeCursor(terminal: Terminal, buffer: IBuffer, top: number, printable: (char: string) => boolean = () => true): string {
   const { cols } = terminal;
   const current = currentAttributes(terminal);
   const line = buffer.getLine(buffer.baseY + buffer.cursorY);
@@ -195,6 +198,7 @@ function placeCursor(terminal: Terminal, buffer: IBuffer, top: number): string {
   const link = linkOpener(terminal)(cell);
   // An empty cell cannot be printed; a space looks the same.
   const char = cell.getChars() || " ";
+  if (!printable(char)) return moveCursor(buffer, cols, top);
   // Protected text stays so (DECSCA is not an SGR); the SGR after it ends protection again.
   return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${sgr(cell)}${protectionSequence(cell)}${link ? `${link}${char}${CLOSE_LINK}` : char}${sgr(current)}`;
 }

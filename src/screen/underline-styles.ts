@@ -39,7 +39,15 @@ export function withUnderlineStyles(line: IBufferLine, scratch: IBufferCell): IB
     previousWords = words;
     if (cell.getWidth() === 0 || cell.getChars() === "") continue;
     last = x;
-    if (!isUnderlinedBySgr(cell)) continue;
+    if (!isUnderlinedBySgr(cell)) {
+      // The addon's SGR ended the underline but not a colour written for it, which a link's underline would be
+      // drawn in: the first such cell after a styled run sets its own attributes whole.
+      if (lastWritten !== PLAIN_UNDERLINE) {
+        before.set(x, sgr(cell) + protectionSequence(cell));
+        known = lastWritten = PLAIN_UNDERLINE;
+      }
+      continue;
+    }
     const wanted = styleParams(cell);
     if (wanted === known || (known === undefined && wanted === PLAIN_UNDERLINE && lastWritten === PLAIN_UNDERLINE)) continue;
     before.set(x, sgr(cell) + protectionSequence(cell));

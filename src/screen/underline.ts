@@ -57,7 +57,11 @@ function readStyle(attributes: object): number {
 
 function readColour(attributes: object): number | undefined {
   const { bg, extended } = attributes as UnderlineInternals;
-  if (typeof bg !== "number" || (bg & BG_HAS_EXTENDED) === 0) return undefined;
+  // A cell's record is current only while its flag says it has one (a reused cell keeps the last it read). An
+  // attribute record's (the current attributes') is its own, and holds an SGR 58 set while no underline is on,
+  // with the flag off, for the SGR 4 to come.
+  const isCell = typeof (attributes as { getChars?: unknown }).getChars === "function";
+  if (typeof bg !== "number" || (isCell && (bg & BG_HAS_EXTENDED) === 0)) return undefined;
   const colour = extended?.underlineColor;
   // SGR 0 clears the mode bits but keeps others: the mode alone says whether a colour is set.
   return typeof colour === "number" && (colour & COLOUR_MODE) !== 0 ? colour : undefined;

@@ -503,3 +503,49 @@ describe("colour palette", () => {
     client.dispose();
   });
 });
+
+describe("underline colours, links and character sets after a snapshot", () => {
+  /** Each underlined cell's style and colour as a renderer reads them (mode and palette index or RGB; xterm.js keeps other bits). */
+  function underlineColours(terminal: Terminal, row: number): string[] {
+    const line = terminal.buffer.active.getLine(terminal.buffer.active.baseY + row)!;
+    const out: string[] = [];
+    for (let x = 0; x < terminal.cols; x++) {
+      const cell = line.getCell(x)!;
+      if (cell.getChars() === "" || !cell.isUnderline()) continue;
+      const internal = ((cell as unknown as { _cell?: object })._cell ?? cell) as { extended?: { underlineStyle?: number; underlineColor?: number } };
+      const colour = internal.extended?.underlineColor ?? 0;
+      const mode = colour & 0x3000000;
+      const shown = mode === 0 ? "text colour" : mode === 0x3000000 ? `rgb ${(colour & 0xffffff).toString(16)}` : `palette ${colour & 0xff}`;
+      out.push(`${x}:${cell.getChars()} style ${internal.extended?.underlineStyle} ${shown}`);
+    }
+    return out;
+  }
+
+  test("an underline colour set while no underline is on (SGR 58 before SGR 4, or kept through SGR 24) colours the underline the program turns on after the snapshot", async () => {
+    using subject = new MirrorUnderTest({ cols: 30, rows: 3, scrollback: 10 });
+    // SGR 24 ends the underline and keeps its colour; SGR 58 alone sets a colour for the next underline.
+    subject.write("\x1b[4:3;58:2::255:0:0merror\x1b[24m \x1b[0m\x1b[58:5:3mnext ");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 10);
+    const after = "\x1b[4mwarn";
+    subject.write(after);
+    await Promise.all([feed(client, after), subject.settled()]);
+    expect(underlineColours(client, 0)).toEqual(underlineColours(subject.reference, 0));
+  });
+
+  test("link text after a run with a coloured underline keeps the text's colour for the link's underline", async () => {
+    using subject = new MirrorUnderTest({ cols: 30, rows: 3, scrollback: 10 });
+    // xterm.js underlines OSC 8 links (dashed), in the underline colour in force: none after the SGR 0.
+    subject.write("\x1b]8;;http://example.com/\x1b\\\x1b[4;58:2::9:8:7mab\x1b[0mcdef\x1b]8;;\x1b\\ $ ");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 10);
+    expect(underlineColours(client, 0)).toEqual(underlineColours(subject.reference, 0));
+  });
+
+  test("the character printed last in the Dutch set (ESC ( 4, where ] prints | and | prints f) is reprinted as itself", async () => {
+    using subject = new MirrorUnderTest({ cols: 20, rows: 3, scrollback: 10 });
+    subject.write("$ \x1b(4a]");
+    await subject.settled();
+    await expectSnapshotReproduces(subject, expect);
+  });
+});
