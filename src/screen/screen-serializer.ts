@@ -150,13 +150,14 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
  * between the two; everything else a snapshot writes is a sequence, which
  * would make the client forget it. Last of all, for that reason. Printing
  * uses the current attributes, which are the character's own (an SGR would
- * have cleared the memory); in insert mode it would shift the row, so it is
- * left out there.
+ * have cleared the memory). In insert mode printing shifts the row right, so
+ * the character is first deleted (DCH), which shifts it left by as much: the
+ * row ends as it was.
  */
 function printedLastAgain(terminal: Terminal, top: number, links: LinkOpener): string {
   const state = coreOf(terminal)?._inputHandler?._parser?.precedingJoinState;
   const current = currentAttributes(terminal);
-  if (typeof state !== "number" || state === 0 || !current || terminal.modes.insertMode) return "";
+  if (typeof state !== "number" || state === 0 || !current) return "";
   // xterm.js keeps the width in bits 1-2 (UnicodeService.extractWidth).
   const width = (state >> 1) & 3;
   const buffer = terminal.buffer.active;
@@ -167,7 +168,8 @@ function printedLastAgain(terminal: Terminal, top: number, links: LinkOpener): s
   // dropped is not open on the client, so its character would lose it.
   if (sgr(cell) !== sgr(current) || protectionSequence(cell) !== protectionSequence(current)) return "";
   if (cellLinkId(cell) !== cellLinkId(current) || (cellLinkId(current) !== 0 && links(current) === null)) return "";
-  return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${cell.getChars()}`;
+  const deleteFirst = terminal.modes.insertMode ? `\x1b[${width}P` : "";
+  return `\x1b[${buffer.cursorY - top + 1};${x + 1}H${deleteFirst}${cell.getChars()}`;
 }
 
 /**

@@ -388,6 +388,15 @@ describe("the character before the cursor", () => {
     await expectSameAfter(subject, client, "\x1b[9b\x1b(B", expect, "REP after the snapshot");
   });
 
+  test("REP right after a snapshot in insert mode (IRM) inserts the repeats, and the row before them is as it was", async () => {
+    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
+    // An editor inserting in the middle of a line, the last cell of the row full, a wide character in it.
+    subject.write("hello 日本 world!!!!\x1b[1;4H\x1b[4hx");
+    await subject.settled();
+    const { client } = await attach(subject.mirror, 100);
+    await expectSameAfter(subject, client, "\x1b[3b", expect, "REP in insert mode after the snapshot");
+  });
+
   test("a combining mark that arrives right after a snapshot joins the character before it instead of taking a cell", async () => {
     using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
     // NFD text (macOS file names, `ls` on such a volume): "cafe" then U+0301, cut by a PTY read.
