@@ -85,18 +85,18 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     if (!exchange) return { tokensUsed: 0, stopped: true };
     const { response, body } = exchange;
     // Billed even when the answer is refused below: the spend limit counts what the endpoint counted.
-    const tokensUsed = tokenCount(body?.usage?.total_tokens);
+    const tokensUsed = billedTokens(body?.usage);
     if (!response.ok) throw refusal(settings.baseUrl, response, body, key, { tokensUsed, now: this.options.now ?? Date.now });
     const choice = body?.choices?.[0];
     const message = choice?.message;
     if (!message || (message.content !== null && typeof message.content !== "string")) {
-      throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered without a message`, { tokensUsed });
+      throw new RunnerFailedError(`The model endpoint ${shownUrl(settings.baseUrl)} answered without a message`, { tokensUsed });
     }
     // A model that declines says so in `refusal`, with no content: that is its answer to the sender.
     const said = message.content || (typeof message.refusal === "string" ? message.refusal : "");
     // No text, and stopped for another reason than being done (content_filter, tool_calls, length): nothing was answered.
     if (!said.trim() && choice?.finish_reason && choice.finish_reason !== "stop") {
-      throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} gave no answer (finish_reason "${remoteText(String(choice.finish_reason), key)}")`, { tokensUsed });
+      throw new RunnerFailedError(`The model endpoint ${shownUrl(settings.baseUrl)} gave no answer (finish_reason "${remoteText(String(choice.finish_reason), key)}")`, { tokensUsed });
     }
     // An endpoint or proxy that echoes the request could put the key in the answer, which goes to the run row and the chat.
     const text = redactWholeSecret(said.trim(), key);
@@ -124,14 +124,14 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
       // A stalled body is the timeout's too, and a cancel stops it: only a body that arrived and is not JSON is null.
       const answer = await readAnswer(response.body);
       if ("tooLarge" in answer) {
-        throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} answered with more than ${MAX_COMPLETION_BYTES} bytes`, { tokensUsed: answer.tokensUsed });
+        throw new RunnerFailedError(`The model endpoint ${shownUrl(settings.baseUrl)} answered with more than ${MAX_COMPLETION_BYTES} bytes`, { tokensUsed: answer.tokensUsed });
       }
       return { response, body: parseJson(new TextDecoder().decode(answer.bytes)) as CompletionBody | null };
     } catch (error) {
       if (request.signal.aborted) return null;
       if (error instanceof RunnerFailedError) throw error;
-      if (signal.aborted) throw new RunnerFailedError(`The model endpoint ${settings.baseUrl} did not answer within ${settings.timeoutSeconds} s`);
-      throw new RunnerUnavailableError(`Cannot reach the model endpoint ${settings.baseUrl}: ${remoteText((error as Error).message, key)}`);
+      if (signal.aborted) throw new RunnerFailedError(`The model endpoint ${shownUrl(settings.baseUrl)} did not answer within ${settings.timeoutSeconds} s`);
+      throw new RunnerUnavailableError(`Cannot reach the model endpoint ${shownUrl(settings.baseUrl)}: ${remoteText((error as Error).message, key)}`);
     }
   }
 }
@@ -188,20 +188,59 @@ function tokenCount(reported: unknown): number {
 
 interface CompletionBody {
   choices?: { message?: { role?: string; content?: string | null; refusal?: unknown }; finish_reason?: unknown }[];
-  usage?: { total_tokens?: number };
-  error?: { message?: string } | string;
+  usage?: CompletionUsage;
+  error?: { message?: string; type?: unknown; code?: unknown } | string;
+}
+
+interface CompletionUsage {
+  total_tokens?: unknown;
+  prompt_tokens?: unknown;
+  completion_tokens?: unknown;
+}
+
+/** The tokens a completion's `usage` bills: its total, or (some compatible servers send no total) its two parts. */
+function billedTokens(usage: CompletionUsage | undefined): number {
+  if (usage?.total_tokens !== undefined) return tokenCount(usage.total_tokens);
+  return tokenCount(usage?.prompt_tokens) + tokenCount(usage?.completion_tokens);
 }
 
 function refusal(baseUrl: string, response: Response, body: CompletionBody | null, key: string, context: { tokensUsed: number; now: () => number }): Error {
   const { status } = response;
   const raw = typeof body?.error === "string" ? body.error : body?.error?.message;
   const detail = raw ? `: ${remoteText(String(raw), key)}` : "";
-  const busy = status === 429 || status >= 500;
+  // A 429 for an account out of credit is not "busy": waiting does not pay the bill, so it fails at once.
+  const outOfQuota = typeof body?.error === "object" && (body.error.code === "insufficient_quota" || body.error.type === "insufficient_quota");
+  const busy = (status === 429 && !outOfQuota) || status >= 500;
   const redirect = status >= 300 && status < 400 ? ", a redirect, which is not followed: set the base URL to where the endpoint is" : "";
-  const message = `The model endpoint ${baseUrl} answered ${status}${redirect}${detail}`;
+  const message = `The model endpoint ${shownUrl(baseUrl)} answered ${status}${redirect}${detail}`;
   if (!busy) return new RunnerFailedError(message, { tokensUsed: context.tokensUsed });
-  const retryAfterMs = retryAfter(response.headers.get("retry-after"), context.now());
+  // OpenAI says how long in milliseconds too; it is the finer of the two.
+  const retryAfterMs = retryAfterMilliseconds(response.headers.get("retry-after-ms")) ?? retryAfter(response.headers.get("retry-after"), context.now());
   return new RunnerUnavailableError(message, { tokensUsed: context.tokensUsed, ...(retryAfterMs === null ? {} : { retryAfterMs }) });
+}
+
+/** A `retry-after-ms` header (OpenAI's) as a wait: a non-negative number of milliseconds, or null. */
+function retryAfterMilliseconds(header: string | null): number | null {
+  const value = header?.trim() ?? "";
+  if (!/^\d+(\.\d+)?$/.test(value)) return null;
+  return Math.ceil(Number(value));
+}
+
+/**
+ * A base URL as errors show it: without a user name or password a URL may
+ * carry (`https://user:pass@proxy/v1`), since errors go to the run row and
+ * the audit log, which every manager of the workflow reads.
+ */
+export function shownUrl(baseUrl: string): string {
+  try {
+    const url = new URL(baseUrl);
+    if (url.username === "" && url.password === "") return baseUrl;
+    url.username = "";
+    url.password = "";
+    return url.toString().replace(/\/$/, "");
+  } catch {
+    return baseUrl;
+  }
 }
 
 /**

@@ -88,6 +88,10 @@ export function checkRunner(input: RunnerSettingsInput): RunnerSettings {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw badRequest("invalid_base_url", "Cannot save workflow: the base URL must be http or https");
   }
+  // The workflow and its runs' errors are read by every manager of it: a password there would be theirs.
+  if (url.username !== "" || url.password !== "") {
+    throw badRequest("invalid_base_url", "Cannot save workflow: the base URL must not carry a user name or password; the API key goes in the project secret");
+  }
   if (!input.model.trim()) throw badRequest("invalid_model", "Cannot save workflow: the model is empty");
   if (!SECRET_ID.test(input.apiKeySecret)) {
     throw badRequest("invalid_secret_id", `Cannot save workflow: "${input.apiKeySecret}" is not a valid secret id`);

@@ -19,6 +19,12 @@ export interface FakeReply {
   totalTokens?: number;
   /** Retry-After on an error reply (seconds or an HTTP date), as rate-limited endpoints send it. */
   retryAfter?: string;
+  /** retry-after-ms on an error reply, as OpenAI sends it beside Retry-After. */
+  retryAfterMs?: string;
+  /** The error's `code` (and `type`), e.g. "insufficient_quota" on a 429 for an account out of credit. */
+  errorCode?: string;
+  /** `usage` with its prompt and completion parts but no total_tokens, as some compatible servers send it. */
+  withoutTotal?: boolean;
   /** The message content as an array of parts, as some compatible servers answer (the runner refuses it). */
   contentAsParts?: boolean;
   /** Send the status and headers, then stall the body until the request goes away. */
@@ -78,8 +84,11 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
       if (next.status && next.status !== 200) {
         const sentKey = (request.headers.get("authorization") ?? "").replace(/^Bearer /, "");
         const message = typeof next.errorMessage === "function" ? next.errorMessage(sentKey) : (next.errorMessage ?? "The server had an error");
-        const headers = next.retryAfter === undefined ? undefined : { "retry-after": next.retryAfter };
-        return Response.json({ error: { message, type: next.status === 429 ? "requests" : "server_error", code: null } }, { status: next.status, headers });
+        const headers: Record<string, string> = {};
+        if (next.retryAfter !== undefined) headers["retry-after"] = next.retryAfter;
+        if (next.retryAfterMs !== undefined) headers["retry-after-ms"] = next.retryAfterMs;
+        const type = next.errorCode ?? (next.status === 429 ? "requests" : "server_error");
+        return Response.json({ error: { message, type, code: next.errorCode ?? null } }, { status: next.status, headers });
       }
       const total = next.totalTokens ?? DEFAULT_TOTAL_TOKENS;
       const content = next.contentAsParts
@@ -94,7 +103,9 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
         created: Math.floor(Date.now() / 1000),
         model: body.model,
         choices: [{ index: 0, message, logprobs: null, finish_reason: next.finishReason ?? "stop" }],
-        ...(next.withoutUsage ? {} : { usage: { prompt_tokens: total - 2, completion_tokens: 2, total_tokens: total } }),
+        ...(next.withoutUsage
+          ? {}
+          : { usage: { prompt_tokens: total - 2, completion_tokens: 2, ...(next.withoutTotal ? {} : { total_tokens: total }) } }),
       });
       lastResponseBytes = Buffer.byteLength(completion);
       return new Response(completion, { headers: { "content-type": "application/json" } });
