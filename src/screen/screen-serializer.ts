@@ -137,8 +137,9 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
   // And after every SGR (xterm.js ends DECSCA at SGR 0): what it prints next is protected if it would have been.
   // The same for an underline's style and colour, which the addon's SGR 4 leaves plain.
   const protection = protectionSequence(current);
-  if (!current || (cellLinkId(current) === 0 && !hasUnderlineExtras(current))) return data + protection + printedLastAgain(terminal, originTop, links);
-  return `${data}${sgr(current)}${links(current) ?? ""}${protection}${printedLastAgain(terminal, originTop, links)}`;
+  const lastCharacter = current ? printedLastAgain(terminal, current, originTop, links) : "";
+  if (!current || (cellLinkId(current) === 0 && !hasUnderlineExtras(current))) return data + protection + lastCharacter;
+  return `${data}${sgr(current)}${links(current) ?? ""}${protection}${lastCharacter}`;
 }
 
 /**
@@ -154,10 +155,9 @@ export function serializeScreen(terminal: Terminal, history: ScrollbackCache, re
  * the character is first deleted (DCH), which shifts it left by as much: the
  * row ends as it was.
  */
-function printedLastAgain(terminal: Terminal, top: number, links: LinkOpener): string {
+function printedLastAgain(terminal: Terminal, current: CellAttributes, top: number, links: LinkOpener): string {
   const state = coreOf(terminal)?._inputHandler?._parser?.precedingJoinState;
-  const current = currentAttributes(terminal);
-  if (typeof state !== "number" || state === 0 || !current) return "";
+  if (typeof state !== "number" || state === 0) return "";
   // xterm.js keeps the width in bits 1-2 (UnicodeService.extractWidth).
   const width = (state >> 1) & 3;
   const buffer = terminal.buffer.active;

@@ -49,19 +49,29 @@ describe("where a source tab may open", () => {
   }
 });
 
+/**
+ * A project tree with hatch's data dir at `dataDirIn` inside it (an operator running hatch from a checkout),
+ * as a source the member may read, write and run in; the server confined with `mode`.
+ */
+async function treeHoldingTheDataDir(mode: string, dataDirIn: string) {
+  const tree = mkdtempSync(join(tmpdir(), "hatch-tree-"));
+  const dataDir = join(tree, dataDirIn);
+  const world = await startWorld({ HATCH_DATA_DIR: dataDir, HATCH_CONFINEMENT: mode });
+  world.onDispose(() => rmSync(tree, { recursive: true, force: true }));
+  const project = await world.project();
+  const member = await world.signedIn(project, "member");
+  const store = world.hatch.terminal.sources;
+  const source = store.add(project.id, { slug: "tree", kind: "local", root: tree });
+  store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+  return { world, member, tree, dataDir };
+}
+
 describe("a writable source that holds hatch's data dir", () => {
   for (const mode of ["auto", "landlock"]) {
     test(`the data dir stays out of reach, and no directory above it can be moved: the source's own level takes no new entries, its sub-directories do (HATCH_CONFINEMENT=${mode})`, async () => {
-      // A project tree with the service's data dir inside it: an operator running hatch from a checkout.
-      const tree = mkdtempSync(join(tmpdir(), "hatch-tree-"));
+      const { world: opened, member, tree } = await treeHoldingTheDataDir(mode, ".hatch-data");
+      await using world = opened;
       mkdirSync(join(tree, "src"));
-      await using world = await startWorld({ HATCH_DATA_DIR: join(tree, ".hatch-data"), HATCH_CONFINEMENT: mode });
-      world.onDispose(() => rmSync(tree, { recursive: true, force: true }));
-      const project = await world.project();
-      const member = await world.signedIn(project, "member");
-      const store = world.hatch.terminal.sources;
-      const source = store.add(project.id, { slug: "tree", kind: "local", root: tree });
-      store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
       expect((await createSession(member.client, { sourceSlug: "tree", id: "t" })).status).toBe(201);
       // The input screen refuses a line naming the data dir; the sandbox is what is tested, so python names it.
       const exec = await member.client.post(`${TERMINAL}/sessions/t/exec`, {
@@ -82,15 +92,8 @@ describe("a writable source that holds hatch's data dir one level down", () => {
   for (const mode of ["auto", "landlock"]) {
     test(`a tab cannot move the data dir out from under its cover by renaming its parent, so a later tab never reads the key (HATCH_CONFINEMENT=${mode})`, async () => {
       // The data dir two levels below the source root: <tree>/state/hatch-data.
-      const tree = mkdtempSync(join(tmpdir(), "hatch-tree-"));
-      const dataDir = join(tree, "state", "hatch-data");
-      await using world = await startWorld({ HATCH_DATA_DIR: dataDir, HATCH_CONFINEMENT: mode });
-      world.onDispose(() => rmSync(tree, { recursive: true, force: true }));
-      const project = await world.project();
-      const member = await world.signedIn(project, "member");
-      const store = world.hatch.terminal.sources;
-      const source = store.add(project.id, { slug: "tree", kind: "local", root: tree });
-      store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+      const { world: opened, member, dataDir } = await treeHoldingTheDataDir(mode, "state/hatch-data");
+      await using world = opened;
       expect((await createSession(member.client, { sourceSlug: "tree", id: "a" })).status).toBe(201);
       // The data dir is a mount point (EBUSY), but the directory holding it is not.
       const moved = await member.client.post(`${TERMINAL}/sessions/a/exec`, {
@@ -120,14 +123,8 @@ except OSError: print("key-hidden")
 describe("the empty mount over a path a writable source hides", () => {
   for (const mode of ["auto", "landlock"]) {
     test(`takes no writes, so a tab cannot park host memory in it past the 64 MiB /dev/shm allows (HATCH_CONFINEMENT=${mode})`, async () => {
-      const tree = mkdtempSync(join(tmpdir(), "hatch-tree-"));
-      await using world = await startWorld({ HATCH_DATA_DIR: join(tree, ".hatch-data"), HATCH_CONFINEMENT: mode });
-      world.onDispose(() => rmSync(tree, { recursive: true, force: true }));
-      const project = await world.project();
-      const member = await world.signedIn(project, "member");
-      const store = world.hatch.terminal.sources;
-      const source = store.add(project.id, { slug: "tree", kind: "local", root: tree });
-      store.addRule(source, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+      const { world: opened, member } = await treeHoldingTheDataDir(mode, ".hatch-data");
+      await using world = opened;
       expect((await createSession(member.client, { sourceSlug: "tree", id: "t" })).status).toBe(201);
       // 80 MiB into the data dir's cover (bwrap's tmpfs there has no size limit: half the host's RAM).
       const exec = await member.client.post(`${TERMINAL}/sessions/t/exec`, {
