@@ -100,7 +100,9 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     }
     // An endpoint or proxy that echoes the request could put the key in the answer, which goes to the run row and the chat.
     const text = redactWholeSecret(said.trim(), key);
-    if (text) request.emit([{ type: "answer", text }]);
+    // Stopped at the model's output limit, the answer is cut short: it is still the answer, and the run says so.
+    const cutShort = text && choice?.finish_reason === "length" ? [{ type: "note" as const, text: CUT_SHORT_NOTE }] : [];
+    if (text) request.emit([{ type: "answer", text }, ...cutShort]);
     return { tokensUsed, stopped: false };
   }
 
@@ -218,6 +220,9 @@ function refusal(baseUrl: string, response: Response, body: CompletionBody | nul
   const retryAfterMs = retryAfterMilliseconds(response.headers.get("retry-after-ms")) ?? retryAfter(response.headers.get("retry-after"), context.now());
   return new RunnerUnavailableError(message, { tokensUsed: context.tokensUsed, ...(retryAfterMs === null ? {} : { retryAfterMs }) });
 }
+
+/** The note after an answer the model stopped at its output limit (finish_reason "length"). */
+export const CUT_SHORT_NOTE = 'The answer above is cut short: the model stopped at its output limit (finish_reason "length")';
 
 /** A `retry-after-ms` header (OpenAI's) as a wait: a non-negative number of milliseconds, or null. */
 function retryAfterMilliseconds(header: string | null): number | null {

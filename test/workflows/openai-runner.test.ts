@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { MAX_COMPLETION_BYTES, MAX_RETRY_AFTER_MS, retryAfter, UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
+import { CUT_SHORT_NOTE, MAX_COMPLETION_BYTES, MAX_RETRY_AFTER_MS, retryAfter, UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 import { answers, countRows, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
@@ -473,6 +473,21 @@ describe("what the openai runner makes of an endpoint's answer, and what it coun
       { status: "succeeded", answers: ["I'm sorry, I can't help with that."], error: null },
       { status: "failed", answers: [], error: `The model endpoint ${openai.baseUrl} gave no answer (finish_reason "content_filter")` },
     ]);
+  });
+
+  test("an answer the model stopped at its output limit (finish_reason length) is delivered, and a note after it says it is cut short", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "fresh" });
+    openai.reply({ content: "The three steps are: first, unpack; second,", finishReason: "length" });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "steps?" })).body.runId);
+    expect({ status: run.status, events: run.events.map((e) => ({ type: e.type, text: e.text })) }).toEqual({
+      status: "succeeded",
+      events: [
+        { type: "answer", text: "The three steps are: first, unpack; second," },
+        { type: "note", text: CUT_SHORT_NOTE },
+      ],
+    });
   });
 
   test("tokens an endpoint reports for an answer over 2 MiB count against the spend limit, as for any answer the runner cannot read", async () => {
