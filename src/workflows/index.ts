@@ -10,7 +10,7 @@
  */
 export { managesAll, requireManageable, requireRunnableCreator, requireWorkflowAccess, resolveRunAs, RUN_FEATURE, type RunAs } from "./access.ts";
 export { CommandRunner, MAX_COMMAND_OUTPUT_BYTES, type CommandRunnerOptions } from "./command-runner.ts";
-export { chatMessages, CUT_SHORT_NOTE, MAX_COMPLETION_BYTES, OpenAiRunner, retryAfter, type ChatMessage, type OpenAiRunnerOptions } from "./openai-runner.ts";
+export { chatMessages, CUT_SHORT_NOTE, leftOutNote, MAX_COMPLETION_BYTES, OpenAiRunner, retryAfter, type ChatMessage, type OpenAiRunnerOptions } from "./openai-runner.ts";
 export { buildPrompt, renderAnswers, renderDocument, renderInput, UNTRUSTED_NOTE, type Prompt, type ThreadTurn, type TurnInput } from "./prompt.ts";
 export { MAX_RETRY_AFTER_MS, MAX_RUN_EVENTS, TOO_MANY_EVENTS_ERROR } from "./run-execution.ts";
 export { RunBus, type RunFilter, type RunListener, type RunOutcome, type RunRef, type RunUpdate } from "./run-bus.ts";

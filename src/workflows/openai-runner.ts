@@ -81,11 +81,22 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     if (!HEADER_SAFE_KEY.test(key)) {
       throw new RunnerFailedError(`The API key in the project secret "${settings.apiKeySecret}" holds a character an HTTP header cannot carry (a space, or an invisible character pasted with it): store it again`);
     }
-    const exchange = await this.#exchange(request, key);
-    if (!exchange) return { tokensUsed: 0, stopped: true };
+    // A one-thread conversation can outgrow the model's context: every later turn would then fail the same way.
+    // The older half of the earlier turns is left out and the turn asked again, until it fits or none are left.
+    let prompt = request.prompt;
+    let spentBefore = 0;
+    let exchange: Exchange | null;
+    for (;;) {
+      exchange = await this.#exchange(request, prompt, key);
+      if (!exchange) return { tokensUsed: spentBefore, stopped: true };
+      if (prompt.history.length === 0 || !overflowsContext(exchange.response, exchange.body)) break;
+      spentBefore += billedTokens(exchange.body?.usage);
+      prompt = { ...prompt, history: prompt.history.slice(Math.ceil(prompt.history.length / 2)) };
+    }
     const { response, body } = exchange;
+    const leftOut = request.prompt.history.length - prompt.history.length;
     // Billed even when the answer is refused below: the spend limit counts what the endpoint counted.
-    const tokensUsed = billedTokens(body?.usage);
+    const tokensUsed = spentBefore + billedTokens(body?.usage);
     if (!response.ok) throw refusal(settings.baseUrl, response, body, key, { tokensUsed, now: this.options.now ?? Date.now });
     const choice = body?.choices?.[0];
     const message = choice?.message;
@@ -102,23 +113,24 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     const text = redactWholeSecret(said.trim(), key);
     // Stopped at the model's output limit, the answer is cut short: it is still the answer, and the run says so.
     const cutShort = text && choice?.finish_reason === "length" ? [{ type: "note" as const, text: CUT_SHORT_NOTE }] : [];
-    if (text) request.emit([{ type: "answer", text }, ...cutShort]);
+    const trimmed = leftOut > 0 ? [{ type: "note" as const, text: leftOutNote(leftOut) }] : [];
+    if (text) request.emit([...trimmed, { type: "answer", text }, ...cutShort]);
     return { tokensUsed, stopped: false };
   }
 
   /**
-   * POST the completion request and read its answer, both within the turn's
+   * POST `prompt` as the completion request and read its answer, both within the turn's
    * timeout; null when the run was cancelled meanwhile. A body that is not
    * JSON reads as null.
    */
-  async #exchange(request: RunnerRequest<OpenAiRunnerSettings>, key: string): Promise<{ response: Response; body: CompletionBody | null } | null> {
+  async #exchange(request: RunnerRequest<OpenAiRunnerSettings>, prompt: Prompt, key: string): Promise<Exchange | null> {
     const { settings } = request;
     const signal = AbortSignal.any([request.signal, AbortSignal.timeout(settings.timeoutSeconds * 1000)]);
     try {
       const response = await (this.options.fetch ?? fetch)(completionsUrl(settings.baseUrl), {
         method: "POST",
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-        body: JSON.stringify({ model: settings.model, messages: chatMessages(request.prompt) }),
+        body: JSON.stringify({ model: settings.model, messages: chatMessages(prompt) }),
         signal,
         // A redirect would re-send the thread to a host the workflow never named (a 307 keeps the body).
         redirect: "manual",
@@ -188,6 +200,12 @@ function tokenCount(reported: unknown): number {
   return Number.isSafeInteger(count) && count > 0 ? count : 0;
 }
 
+/** An endpoint's answer: the response, and its body read as JSON (null when it is not). */
+interface Exchange {
+  response: Response;
+  body: CompletionBody | null;
+}
+
 interface CompletionBody {
   choices?: { message?: { role?: string; content?: string | null; refusal?: unknown }; finish_reason?: unknown }[];
   usage?: CompletionUsage;
@@ -219,6 +237,22 @@ function refusal(baseUrl: string, response: Response, body: CompletionBody | nul
   // OpenAI says how long in milliseconds too; it is the finer of the two.
   const retryAfterMs = retryAfterMilliseconds(response.headers.get("retry-after-ms")) ?? retryAfter(response.headers.get("retry-after"), context.now());
   return new RunnerUnavailableError(message, { tokensUsed: context.tokensUsed, ...(retryAfterMs === null ? {} : { retryAfterMs }) });
+}
+
+/**
+ * Whether a refusal says the messages do not fit the model's context: OpenAI's
+ * `context_length_exceeded`, or the "maximum context length" that vLLM and
+ * other compatible servers write in a 400's message.
+ */
+function overflowsContext(response: Response, body: CompletionBody | null): boolean {
+  if (response.status !== 400 || !body?.error) return false;
+  if (typeof body.error === "string") return /maximum context length/i.test(body.error);
+  return body.error.code === "context_length_exceeded" || /maximum context length/i.test(String(body.error.message ?? ""));
+}
+
+/** The note before an answer given with the oldest `count` earlier turns left out. */
+export function leftOutNote(count: number): string {
+  return `The ${count} oldest earlier turn${count === 1 ? " was" : "s were"} left out: the conversation no longer fit the model's context`;
 }
 
 /** The note after an answer the model stopped at its output limit (finish_reason "length"). */

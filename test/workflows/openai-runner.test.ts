@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { CUT_SHORT_NOTE, MAX_COMPLETION_BYTES, MAX_RETRY_AFTER_MS, retryAfter, UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
+import { CUT_SHORT_NOTE, leftOutNote, MAX_COMPLETION_BYTES, MAX_RETRY_AFTER_MS, retryAfter, UNTRUSTED_NOTE, type RunUpdate } from "../../src/workflows/index.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 import { answers, countRows, createWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
@@ -473,6 +473,36 @@ describe("what the openai runner makes of an endpoint's answer, and what it coun
       { status: "succeeded", answers: ["I'm sorry, I can't help with that."], error: null },
       { status: "failed", answers: [], error: `The model endpoint ${openai.baseUrl} gave no answer (finish_reason "content_filter")` },
     ]);
+  });
+
+  test("a one-thread conversation that outgrew the model's context is asked again with the older half of its earlier turns left out, until it fits; the run says how many", async () => {
+    await using world = await startWorld();
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl, { mode: "one-thread" });
+    for (const text of ["one", "two", "three", "four"]) {
+      openai.reply({ content: `answer ${text}` });
+      await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text })).body.runId);
+    }
+    // OpenAI's refusal, then a compatible server's (vLLM writes the limit in the message), then an answer.
+    openai.reply({ status: 400, errorCode: "context_length_exceeded", errorMessage: "This model's maximum context length is 8192 tokens." });
+    openai.reply({ status: 400, errorMessage: "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens." });
+    openai.reply({ content: "answer five" });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "five" })).body.runId);
+    // System, four earlier turns (two messages each) and the input; then two turns; then the newest one.
+    expect(openai.requests.slice(4).map((r) => r.body.messages.length)).toEqual([10, 6, 4]);
+    expect(openai.requests.at(-1)!.body.messages[2]!.content).toBe("answer four");
+    expect({ status: run.status, events: run.events.map((e) => ({ type: e.type, text: e.text })) }).toEqual({
+      status: "succeeded",
+      events: [
+        { type: "note", text: leftOutNote(3) },
+        { type: "answer", text: "answer five" },
+      ],
+    });
+    // With no earlier turn left to drop, the refusal is final, as any other.
+    openai.reply({ status: 400, errorCode: "context_length_exceeded", errorMessage: "This model's maximum context length is 8192 tokens." });
+    const fresh = await createWorkflow(owner.client, openAiWorkflow(openai.baseUrl, { name: "Fresh", mode: "fresh" }));
+    const failed = await waitForRun(owner.client, fresh.id, (await fire(world, fresh.id, (await issueToken(owner.client, fresh.id)).token, { text: "big" })).body.runId);
+    expect({ status: failed.status, requests: openai.requests.length }).toEqual({ status: "failed", requests: 8 });
   });
 
   test("an answer the model stopped at its output limit (finish_reason length) is delivered, and a note after it says it is cut short", async () => {
