@@ -147,3 +147,20 @@ describe("the HTTP edge", () => {
     expect(response.status).toBe(404);
   });
 });
+
+describe("the HTTP edge: requests without a body", () => {
+  test("a DELETE or a logout labelled application/json but with no body is served as before the depth check, not refused as invalid JSON", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    expect((await owner.client.put("/api/secrets/user/token", { value: "v" })).status).toBe(200);
+    // Many HTTP wrappers label every request JSON; these carry no body at all (no Content-Length, no chunks).
+    const send = (method: string, path: string) =>
+      fetch(world.hatch.url + path, { method, headers: { cookie: owner.client.cookieHeader, "content-type": "application/json" } }).then(async (r) => ({ path, status: r.status, code: ((await r.json()) as any).error?.code }));
+    const deleted = await send("DELETE", "/api/secrets/user/token");
+    const loggedOut = await send("POST", "/api/auth/logout");
+    expect([deleted, loggedOut]).toEqual([
+      { path: "/api/secrets/user/token", status: 200, code: undefined },
+      { path: "/api/auth/logout", status: 200, code: undefined },
+    ]);
+  });
+});

@@ -27,16 +27,14 @@ export function sessionTokenOf(cookieHeader: string | null | undefined): string 
   return token;
 }
 
-/** How many `hatch_session` values a logout ends at most: a planted one and the real one are two. */
-const MAX_LOGOUT_TOKENS = 8;
-
 /**
- * Every `hatch_session` value in a Cookie header (the first few). A logout
+ * Every `hatch_session` value in a Cookie header. A logout
  * ends them all: with a cookie planted beside the real one (see
  * `sessionTokenOf`) it could not tell which is the visitor's, and a logout
  * that says it worked must leave no sign-in behind that a copied cookie
  * could use. Each value is a random token, so ending one not the visitor's
- * costs nobody anything they did not plant.
+ * costs nobody anything they did not plant. There is no cap: a page can
+ * plant any number ahead of the real one, and the header's size bounds them.
  */
 export function sessionTokensIn(cookieHeader: string | null | undefined): string[] {
   const tokens = new Set<string>();
@@ -45,7 +43,6 @@ export function sessionTokensIn(cookieHeader: string | null | undefined): string
     if (eq === -1 || pair.slice(0, eq).trim() !== SESSION_COOKIE) continue;
     const token = pair.slice(eq + 1).trim();
     if (token !== "") tokens.add(token);
-    if (tokens.size === MAX_LOGOUT_TOKENS) break;
   }
   return [...tokens];
 }

@@ -44,5 +44,7 @@ function hasBody(headers: Headers): boolean {
  * new Elysia().onParse(parseJsonRequest).onTransform(requireJsonBody)
  */
 export async function parseJsonRequest({ request }: { request: Request }): Promise<unknown> {
-  return isJsonContentType(request.headers) ? parseJsonBody(await request.text()) : undefined;
+  // A request without a body labelled JSON all the same (HTTP wrappers label every request) is left to the framework.
+  if (!hasBody(request.headers) || !isJsonContentType(request.headers)) return undefined;
+  return parseJsonBody(await request.text());
 }

@@ -22,8 +22,13 @@ export interface VerifiedLogin {
 }
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
-/** Characters an address never needs that make one look like another: controls, zero-width marks, bidirectional overrides. */
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/;
+/**
+ * Characters an address never needs that make one look like another:
+ * controls, format characters (zero-width marks, bidirectional overrides,
+ * tags) and everything Unicode says a renderer may leave out (soft hyphen,
+ * combining grapheme joiner).
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
 /** Short passwords fall to offline guessing even under argon2id. */
 export const MIN_PASSWORD_LENGTH = 8;
 /** Longest password the login route takes (hashing costs per byte): a longer one could be set but never used. */
@@ -114,8 +119,23 @@ export class Users {
 
   /** The user with this email, or null. */
   findByEmail(email: string): User | null {
-    const row = this.db.select().from(users).where(eq(users.email, normalizeEmail(email))).get();
+    const row = this.#rowByEmail(email);
     return row ? publicUser(row) : null;
+  }
+
+  /**
+   * The row an address names: the one stored in exactly the spelling given
+   * (a row `#respellStored` left in its own, colliding spelling), else the
+   * one stored in the address's one spelling.
+   */
+  #rowByEmail(email: string) {
+    const given = email.trim().toLowerCase();
+    const normalized = normalizeEmail(email);
+    if (given !== normalized) {
+      const exact = this.db.select().from(users).where(eq(users.email, given)).get();
+      if (exact) return exact;
+    }
+    return this.db.select().from(users).where(eq(users.email, normalized)).get();
   }
 
   /** The user with this email, or a 404 naming it. */
@@ -127,7 +147,7 @@ export class Users {
 
   /** The user when email and password match; null otherwise, in the same time either way. */
   async verifyLogin(email: string, password: string): Promise<VerifiedLogin | null> {
-    const row = this.db.select().from(users).where(eq(users.email, normalizeEmail(email))).get();
+    const row = this.#rowByEmail(email);
     if (!row) {
       this.#decoyHash ??= hashPassword("decoy password for timing");
       await verifyPassword(password, await this.#decoyHash);
@@ -139,7 +159,7 @@ export class Users {
 
 /** An address as a message shows it: its invisible characters written as `\u{…}`, so what is refused can be seen. */
 function shownEmail(email: string): string {
-  return email.replace(new RegExp(INVISIBLE.source, "g"), (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
+  return email.replace(new RegExp(INVISIBLE.source, "gu"), (char) => `\\u{${char.codePointAt(0)!.toString(16)}}`);
 }
 
 function checkPassword(password: string, doing: string): void {

@@ -127,8 +127,10 @@ class Scanner {
 
   #plain(c: string): void {
     if (c === "{" && this.#braceList()) return;
-    if (/\s/.test(c)) this.#endWord();
-    else if (";&|()\n".includes(c)) this.#endCommand();
+    // An unquoted line break ends a command as `;` does (an exec's script, a continued line); other space ends a word.
+    if (c === "\n") this.#endCommand();
+    else if (/\s/.test(c)) this.#endWord();
+    else if (";&|()".includes(c)) this.#endCommand();
     else this.#append(c);
     this.#i++;
   }
@@ -148,7 +150,8 @@ class Scanner {
   }
 
   #escaped(): void {
-    this.#append(this.line[this.#i + 1] ?? "");
+    // A backslash before a line break joins the lines: the shell removes both, inside a word too.
+    if (this.line[this.#i + 1] !== "\n") this.#append(this.line[this.#i + 1] ?? "");
     this.#i += 2;
   }
 
@@ -190,7 +193,7 @@ class Scanner {
     this.#inDoubleQuotes = true;
     while (this.#i < line.length && line[this.#i] !== '"') {
       const c = line[this.#i]!;
-      if (c === "\\" && '$`"\\'.includes(line[this.#i + 1] ?? "")) this.#escaped();
+      if (c === "\\" && '$`"\\\n'.includes(line[this.#i + 1] ?? "")) this.#escaped();
       else if (c === "$") this.#dollar();
       else if (c === "`") this.#backtick();
       else {

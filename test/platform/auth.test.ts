@@ -260,3 +260,20 @@ describe("login, logout, me and the active project", () => {
     expect((await loner.client.post("/api/roles", { name: 7 })).body.error.code).toBe("no_project");
   });
 });
+
+describe("logout with planted cookies", () => {
+  test("a logout that answers ok leaves no sign-in behind even when the planting page set eight junk cookies at longer paths before the real one", async () => {
+    await using world = await startWorld();
+    const user = await world.user();
+    const client = await world.login(user.email);
+    const own = client.cookies.get("hatch_session")!;
+    // Paths /api/auth/logout, /api/auth/, /api/auth, /api/, /api ... each longer than "/", so the browser sends them all first.
+    const planted = Array.from({ length: 8 }, (_, i) => `hatch_session=junk-${i}`).join("; ");
+    const all = world.anonymous();
+    all.cookies.set("hatch_session", `x; ${planted}; hatch_session=${own}`.replace(/^x; hatch_session=/, ""));
+    expect((await all.post("/api/auth/logout")).body).toEqual({ ok: true });
+    const replay = world.anonymous();
+    replay.cookies.set("hatch_session", own);
+    expect((await replay.get("/api/auth/me")).status).toBe(401);
+  });
+});

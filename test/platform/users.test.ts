@@ -47,14 +47,76 @@ describe("email addresses", () => {
       const users = new Users(db);
       expect({
         renee: users.findByEmail("REN\u00c9E@example.com")?.id,
-        jose: users.findByEmail(DECOMPOSED)?.id,
-        kept: sqlite.query("SELECT email FROM users WHERE id = 'u3'").get(),
+        jose: users.findByEmail(COMPOSED)?.id,
+        // The row that kept its own spelling is still found by exactly that spelling.
+        kept: users.findByEmail(DECOMPOSED)?.id,
+        stored: sqlite.query("SELECT email FROM users WHERE id = 'u3'").get(),
         logged: warned.mock.calls.map((call) => String(call[0]).includes("user u3")),
-      }).toEqual({ renee: "u1", jose: "u2", kept: { email: DECOMPOSED }, logged: [true] });
+      }).toEqual({ renee: "u1", jose: "u2", kept: "u3", stored: { email: DECOMPOSED }, logged: [true] });
       sqlite.close();
     } finally {
       warned.mockRestore();
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("email addresses kept in an older spelling", () => {
+  test("a row that kept its own spelling at the respelling is the one `admin user password --email <that spelling>` changes, not the other user", async () => {
+    const { hatchCli, tempDataDir } = await import("../helpers/cli.ts");
+    const { hashPassword } = await import("../../src/platform/password.ts");
+    using dir = tempDataDir();
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      // An older hatch (lower case only) holds one address in two spellings: two people.
+      const { sqlite } = openDatabase(join(dir, "hatch.db"));
+      const insert = sqlite.prepare("INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, 0)");
+      insert.run("composed", COMPOSED, await hashPassword("composed password"));
+      insert.run("decomposed", DECOMPOSED, await hashPassword("decomposed password"));
+      const hashes = () => sqlite.query("SELECT id, password_hash AS hash FROM users ORDER BY id").all() as { id: string; hash: string }[];
+      const before = hashes();
+      // The operator reads the start-up warning and resets the row it names, by the spelling it kept.
+      const result = await hatchCli(dir, ["admin", "user", "password", "--email", DECOMPOSED, "--password", "brand new password"]);
+      const after = hashes();
+      const changed = after.filter((row, i) => row.hash !== before[i]!.hash).map((row) => row.id);
+      sqlite.close();
+      expect({ code: result.code, changed }).toEqual({ code: 0, changed: ["decomposed"] });
+    } finally {
+      warned.mockRestore();
+    }
+  });
+
+  test("a row that kept its own spelling at the respelling still signs in with exactly that spelling, as Users.#respellStored promises", async () => {
+    const { hashPassword } = await import("../../src/platform/password.ts");
+    const dir = mkdtempSync(join(tmpdir(), "hatch-users-"));
+    const warned = spyOn(console, "warn").mockImplementation(() => {});
+    try {
+      const { sqlite } = openDatabase(join(dir, "hatch.db"));
+      const insert = sqlite.prepare("INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, 0)");
+      insert.run("composed", COMPOSED, await hashPassword("composed password"));
+      insert.run("decomposed", DECOMPOSED, await hashPassword("decomposed password"));
+      sqlite.close();
+      await using world = await startWorld({ HATCH_DATA_DIR: dir });
+      const login = await world.anonymous().post("/api/auth/login", { email: DECOMPOSED, password: "decomposed password" });
+      expect({ status: login.status, user: login.body.user?.id }).toEqual({ status: 200, user: "decomposed" });
+    } finally {
+      warned.mockRestore();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("invisible characters in an address", () => {
+  test("a soft hyphen, a combining grapheme joiner, a Mongolian vowel separator or a Unicode tag character is refused like a zero-width space: each shows as admin@example.com", async () => {
+    await using world = await startWorld();
+    const accepted: string[] = [];
+    for (const email of ["ad\u00admin@example.com", "ad\u034fmin@example.com", "ad\u180emin@example.com", "admin\u{e0041}@example.com"]) {
+      const created = await world.platform.users.create(email, TEST_PASSWORD).then(
+        () => true,
+        () => false,
+      );
+      if (created) accepted.push(JSON.stringify(email));
+    }
+    expect(accepted).toEqual([]);
   });
 });

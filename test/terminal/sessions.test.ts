@@ -478,3 +478,28 @@ describe("exec and the input screen", () => {
     expect(entries.map((entry) => entry.detail?.reason)).toEqual(["access to a protected hatch directory", "access to a protected hatch directory"]);
   });
 });
+
+describe("exec and the input screen: line breaks", () => {
+  test("a line break separates commands for the exec screen as it does for the shell: a refused command on a later line, after a harmless one, is refused too", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const { dirname, basename } = await import("node:path");
+    const dataDir = world.config.dataDir;
+    // Each is refused on one line (`;` between its commands); typed line by line at the shell, each second line is refused too.
+    // The third is a backslash-newline inside a word, which the shell removes: it names the data dir's secret.key.
+    const scripts: [string, string][] = [
+      [`cd ${dirname(dataDir)}\nwc -c ${basename(dataDir)}/secret.key`, `cd ${dirname(dataDir)}; wc -c ${basename(dataDir)}/secret.key`],
+      ["true\nprintenv OPENAI_API_KEY", "true; printenv OPENAI_API_KEY"],
+      [`wc -c ${dataDir.slice(0, 8)}\\\n${dataDir.slice(8)}/secret.key`, `wc -c ${dataDir}/secret.key`],
+    ];
+    const seen: { script: string; oneLine: number; twoLines: number; ran: string | null }[] = [];
+    for (const [script, same] of scripts) {
+      const oneLine = await owner.client.post(`${TERMINAL}/sessions/s/exec`, { command: same });
+      const twoLines = await owner.client.post(`${TERMINAL}/sessions/s/exec`, { command: script });
+      seen.push({ script, oneLine: oneLine.status, twoLines: twoLines.status, ran: twoLines.body.output ?? null });
+    }
+    expect(seen).toEqual(scripts.map(([script]) => ({ script, oneLine: 403, twoLines: 403, ran: null })));
+  });
+});
