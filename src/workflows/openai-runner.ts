@@ -1,6 +1,6 @@
 import { renderInput, type Prompt } from "./prompt.ts";
 import { redactSecret, redactWholeSecret } from "./redact-secret.ts";
-import { RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
+import { RunnerError, RunnerFailedError, RunnerUnavailableError, type Runner, type RunnerRequest, type RunnerResult } from "./runner.ts";
 import type { OpenAiRunnerSettings } from "./workflow.ts";
 
 /** A chat message of the OpenAI chat-completions API. */
@@ -83,18 +83,28 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     }
     // A one-thread conversation can outgrow the model's context: every later turn would then fail the same way.
     // The older half of the earlier turns is left out and the turn asked again, until it fits or none are left.
-    let prompt = request.prompt;
+    // Only answered turns are sent (see chatMessages), so only they are counted and left out.
+    const answered = request.prompt.history.filter((turn) => turn.answers.some((answer) => answer.trim()));
+    let prompt = { ...request.prompt, history: answered };
     let spentBefore = 0;
     let exchange: Exchange | null;
-    for (;;) {
-      exchange = await this.#exchange(request, prompt, key);
-      if (!exchange) return { tokensUsed: spentBefore, stopped: true };
-      if (prompt.history.length === 0 || !overflowsContext(exchange.response, exchange.body)) break;
-      spentBefore += billedTokens(exchange.body?.usage);
-      prompt = { ...prompt, history: prompt.history.slice(Math.ceil(prompt.history.length / 2)) };
+    // One deadline for the whole turn, however many times it is asked.
+    const deadline = AbortSignal.timeout(settings.timeoutSeconds * 1000);
+    try {
+      for (;;) {
+        exchange = await this.#exchange(request, prompt, key, deadline);
+        if (!exchange) return { tokensUsed: spentBefore, stopped: true };
+        if (prompt.history.length === 0 || !overflowsContext(exchange.response, exchange.body)) break;
+        spentBefore += billedTokens(exchange.body?.usage);
+        prompt = { ...prompt, history: prompt.history.slice(Math.ceil(prompt.history.length / 2)) };
+      }
+    } catch (error) {
+      // What the refused attempts were billed still counts when a later one fails.
+      if (error instanceof RunnerError && spentBefore > 0) error.details.tokensUsed = (error.details.tokensUsed ?? 0) + spentBefore;
+      throw error;
     }
     const { response, body } = exchange;
-    const leftOut = request.prompt.history.length - prompt.history.length;
+    const leftOut = answered.length - prompt.history.length;
     // Billed even when the answer is refused below: the spend limit counts what the endpoint counted.
     const tokensUsed = spentBefore + billedTokens(body?.usage);
     if (!response.ok) throw refusal(settings.baseUrl, response, body, key, { tokensUsed, now: this.options.now ?? Date.now });
@@ -119,13 +129,13 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
   }
 
   /**
-   * POST `prompt` as the completion request and read its answer, both within the turn's
-   * timeout; null when the run was cancelled meanwhile. A body that is not
+   * POST `prompt` as the completion request and read its answer, both before
+   * the turn's `deadline`; null when the run was cancelled meanwhile. A body that is not
    * JSON reads as null.
    */
-  async #exchange(request: RunnerRequest<OpenAiRunnerSettings>, prompt: Prompt, key: string): Promise<Exchange | null> {
+  async #exchange(request: RunnerRequest<OpenAiRunnerSettings>, prompt: Prompt, key: string, deadline: AbortSignal): Promise<Exchange | null> {
     const { settings } = request;
-    const signal = AbortSignal.any([request.signal, AbortSignal.timeout(settings.timeoutSeconds * 1000)]);
+    const signal = AbortSignal.any([request.signal, deadline]);
     try {
       const response = await (this.options.fetch ?? fetch)(completionsUrl(settings.baseUrl), {
         method: "POST",
@@ -220,8 +230,8 @@ interface CompletionUsage {
 
 /** The tokens a completion's `usage` bills: its total, or (some compatible servers send no total) its two parts. */
 function billedTokens(usage: CompletionUsage | undefined): number {
-  if (usage?.total_tokens !== undefined) return tokenCount(usage.total_tokens);
-  return tokenCount(usage?.prompt_tokens) + tokenCount(usage?.completion_tokens);
+  // A total that is missing, null or 0 beside its parts is no total: the parts are what was billed.
+  return Math.max(tokenCount(usage?.total_tokens), tokenCount(usage?.prompt_tokens) + tokenCount(usage?.completion_tokens));
 }
 
 function refusal(baseUrl: string, response: Response, body: CompletionBody | null, key: string, context: { tokensUsed: number; now: () => number }): Error {
@@ -234,8 +244,9 @@ function refusal(baseUrl: string, response: Response, body: CompletionBody | nul
   const redirect = status >= 300 && status < 400 ? ", a redirect, which is not followed: set the base URL to where the endpoint is" : "";
   const message = `The model endpoint ${shownUrl(baseUrl)} answered ${status}${redirect}${detail}`;
   if (!busy) return new RunnerFailedError(message, { tokensUsed: context.tokensUsed });
-  // OpenAI says how long in milliseconds too; it is the finer of the two.
-  const retryAfterMs = retryAfterMilliseconds(response.headers.get("retry-after-ms")) ?? retryAfter(response.headers.get("retry-after"), context.now());
+  // OpenAI says how long in milliseconds too, the finer of the two; where both are sent, the longer wait holds.
+  const waits = [retryAfterMilliseconds(response.headers.get("retry-after-ms")), retryAfter(response.headers.get("retry-after"), context.now())].filter((ms) => ms !== null);
+  const retryAfterMs = waits.length === 0 ? null : Math.max(...waits);
   return new RunnerUnavailableError(message, { tokensUsed: context.tokensUsed, ...(retryAfterMs === null ? {} : { retryAfterMs }) });
 }
 

@@ -115,15 +115,17 @@ export async function executeRun(deps: RunExecutionDeps, runId: string, signal: 
 
 /** Run the turn and say how it ended, or when to try it again; the outcome is recorded by the caller. */
 async function turnOutcome(deps: RunExecutionDeps, run: Run, workflow: Workflow, signal: AbortSignal): Promise<{ outcome: RunOutcome; tokensUsed: number } | { retryAfterMs: number }> {
+  // Set once the runner says its turn is over: a cancel after that stopped nothing, whether the turn succeeded or failed.
+  const turn = { over: false };
   try {
-    const { tokensUsed, errorEvent, stopped } = await runTurn(deps, run, workflow, signal);
+    const { tokensUsed, errorEvent, stopped } = await runTurn(deps, run, workflow, signal, turn);
     // Not `signal.aborted`: a cancel during the runner's cleanup, after its answer went out, stopped nothing.
     if (stopped) return { outcome: aborted(deps, signal), tokensUsed };
     return { outcome: errorEvent ? { kind: "failed", error: errorEvent } : { kind: "succeeded" }, tokensUsed };
   } catch (error) {
     const details = error instanceof RunnerError ? error.details : {};
     const tokensUsed = details.tokensUsed ?? 0;
-    if (signal.aborted) return { outcome: aborted(deps, signal), tokensUsed };
+    if (signal.aborted && !turn.over) return { outcome: aborted(deps, signal), tokensUsed };
     const attempt = run.attempts + 1;
     if (error instanceof RunnerUnavailableError && attempt <= deps.retryDelaysMs.length) {
       // The endpoint's own Retry-After when it asks for longer (up to a cap): sooner would be refused again.
@@ -165,14 +167,19 @@ export function recordOutcome(deps: RunExecutionDeps, run: Run, workflow: Pick<W
  * past them the runner is stopped (through its signal, as a cancel stops it)
  * and the turn reports TOO_MANY_EVENTS_ERROR.
  */
-async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, signal: AbortSignal): Promise<{ tokensUsed: number; errorEvent: string | null; stopped: boolean }> {
+async function runTurn(
+  deps: RunExecutionDeps,
+  run: Run,
+  workflow: Workflow,
+  signal: AbortSignal,
+  turn: { over: boolean },
+): Promise<{ tokensUsed: number; errorEvent: string | null; stopped: boolean }> {
   let errorEvent: string | null = null;
   const log = deps.runs.eventLog(run.id);
   const overflow = new AbortController();
-  let turnOver = false;
   const emit = (events: readonly RunEvent[]) => {
     // Output after a cancel is dropped, as is output past the cap; but not what a turn already over wrote.
-    if ((signal.aborted && !turnOver) || overflow.signal.aborted) return;
+    if ((signal.aborted && !turn.over) || overflow.signal.aborted) return;
     const room = MAX_RUN_EVENTS - log.count;
     const kept = events.length > room ? events.slice(0, room) : events;
     for (const event of kept) if (event.type === "error") errorEvent ??= event.text || "The runner reported an error";
@@ -189,17 +196,18 @@ async function runTurn(deps: RunExecutionDeps, run: Run, workflow: Workflow, sig
   const runnerSignal = AbortSignal.any([signal, overflow.signal]);
   try {
     const turnEnded = () => {
-      turnOver = true;
+      turn.over = true;
     };
     const { tokensUsed, stopped } = await runner.run({ runId: run.id, workflow, settings: workflow.runner, prompt, signal: runnerSignal, emit, turnEnded });
     // Stopped at the cap alone, the turn failed with the cap's error; stopped by a cancel (or a stop), it was stopped.
     return { tokensUsed, errorEvent, stopped: stopped && signal.aborted };
   } catch (error) {
+    const cancelled = signal.aborted && !turn.over;
     // Stopped at the cap: whatever the runner made of being stopped, the cap is why the turn failed.
-    if (overflow.signal.aborted && !signal.aborted) return { tokensUsed: 0, errorEvent, stopped: false };
+    if (overflow.signal.aborted && !cancelled) return { tokensUsed: 0, errorEvent, stopped: false };
     // The runner said why it failed (an error event) before it ended badly (a non-zero exit, a timeout): its words are
     // the real error, not the exit's.
-    if (errorEvent !== null && !signal.aborted) return { tokensUsed: error instanceof RunnerError ? (error.details.tokensUsed ?? 0) : 0, errorEvent, stopped: false };
+    if (errorEvent !== null && !cancelled) return { tokensUsed: error instanceof RunnerError ? (error.details.tokensUsed ?? 0) : 0, errorEvent, stopped: false };
     throw error;
   }
 }

@@ -232,7 +232,7 @@ export class WorkflowEngine implements AsyncDisposable {
     const refusal = creatorFireRefusal(platform, workflow, { scheduled: request.trigger.kind === "schedule" });
     if (refusal) {
       // A caller is answered; a schedule has none, so its refusal goes on the record (once until it fires again).
-      if (request.trigger.kind === "schedule" && this.#firstRefusal(request, workflow.id, { code: refusal.code })) {
+      if (request.trigger.kind === "schedule" && this.#firstRefusal(request, workflow.id, { code: refusal.code, reason: refusal.reason })) {
         platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { code: refusal.code, reason: refusal.reason, trigger: request.trigger.kind } });
       }
       throw new HatchError(refusal.code, 409, `Workflow "${workflow.name}" does not fire: ${refusal.reason}`);
@@ -253,7 +253,8 @@ export class WorkflowEngine implements AsyncDisposable {
   /** Whether a refusal is to be audited: always, except a schedule's refusals after its first for the same limit. */
   #firstRefusal(request: FireRequest, workflowId: string, detail: Record<string, unknown>): boolean {
     if (request.trigger.kind !== "schedule") return true;
-    const limit = String(detail.limit ?? detail.code ?? "");
+    // One code can have several reasons (creator_not_permitted): a new reason is a new refusal.
+    const limit = `${String(detail.limit ?? detail.code ?? "")}|${String(detail.reason ?? "")}`;
     const refused = this.#refusedSchedules.get(workflowId) ?? new Set<string>();
     if (refused.has(limit)) return false;
     this.#refusedSchedules.set(workflowId, refused.add(limit));

@@ -35,6 +35,12 @@ export interface FakeReply {
   finishReason?: string;
   /** Leave `usage` out of the completion, as some compatible servers do. */
   withoutUsage?: boolean;
+  /** Wait this long before answering, as a loaded endpoint does. */
+  delayMs?: number;
+  /** `usage.total_tokens` sent as JSON null beside its parts, as some compatible servers do. */
+  nullTotal?: boolean;
+  /** On an error reply, a `usage` with this total, as some servers bill a refused request. */
+  errorUsage?: number;
 }
 
 /** A request the fake received. */
@@ -76,6 +82,7 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
         return Response.json({ error: { message: "Incorrect API key provided.", type: "invalid_request_error", code: "invalid_api_key" } }, { status: 401 });
       }
       const next = script.shift() ?? { content: `fake answer ${requests.length}` };
+      if (next.delayMs) await Bun.sleep(next.delayMs);
       if (next.stallBody) {
         // The first bytes of a completion, and then nothing, until the client gives up.
         const stalled = new ReadableStream({ start: (controller) => controller.enqueue(new TextEncoder().encode('{"id":"chatcmpl-stalled",')) });
@@ -88,7 +95,8 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
         if (next.retryAfter !== undefined) headers["retry-after"] = next.retryAfter;
         if (next.retryAfterMs !== undefined) headers["retry-after-ms"] = next.retryAfterMs;
         const type = next.errorCode ?? (next.status === 429 ? "requests" : "server_error");
-        return Response.json({ error: { message, type, code: next.errorCode ?? null } }, { status: next.status, headers });
+        const usage = next.errorUsage === undefined ? {} : { usage: { prompt_tokens: next.errorUsage, completion_tokens: 0, total_tokens: next.errorUsage } };
+        return Response.json({ error: { message, type, code: next.errorCode ?? null }, ...usage }, { status: next.status, headers });
       }
       const total = next.totalTokens ?? DEFAULT_TOTAL_TOKENS;
       const content = next.contentAsParts
@@ -105,7 +113,7 @@ export function startFakeOpenAi(options: { apiKey: string }): FakeOpenAi {
         choices: [{ index: 0, message, logprobs: null, finish_reason: next.finishReason ?? "stop" }],
         ...(next.withoutUsage
           ? {}
-          : { usage: { prompt_tokens: total - 2, completion_tokens: 2, ...(next.withoutTotal ? {} : { total_tokens: total }) } }),
+          : { usage: { prompt_tokens: total - 2, completion_tokens: 2, ...(next.withoutTotal ? {} : { total_tokens: next.nullTotal ? null : total }) } }),
       });
       lastResponseBytes = Buffer.byteLength(completion);
       return new Response(completion, { headers: { "content-type": "application/json" } });

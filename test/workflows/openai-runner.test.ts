@@ -578,3 +578,74 @@ describe("what the openai runner makes of an endpoint's answer, and what it coun
     expect({ status: run.status, answers: answers(run) }).toEqual({ status: "succeeded", answers: ["hello"] });
   });
 });
+
+describe("the context-length retry loop and usage", () => {
+  /** A one-thread openai workflow with the given per-turn timeout, and its fire token, after `turns` answered (or unanswered) turns. */
+  async function threadWithTurns(world: World, openai: ReturnType<typeof startFakeOpenAi>, turns: string[], timeoutSeconds = 60) {
+    const { owner } = await projectWithApiKey(world);
+    const workflow = await createWorkflow(owner.client, {
+      name: "Thread",
+      instruction: INSTRUCTION,
+      mode: "one-thread",
+      runner: { kind: "openai", baseUrl: openai.baseUrl, model: "gpt-test", apiKeySecret: "openai-key", timeoutSeconds },
+    });
+    const { token } = await issueToken(owner.client, workflow.id);
+    for (const content of turns) {
+      openai.reply({ content });
+      const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: `turn ${content}` })).body.runId);
+      expect(run.status).toBe("succeeded");
+    }
+    return { owner, workflow, token };
+  }
+
+  test("the runner's timeoutSeconds bounds the whole turn, not each attempt of the context-length loop: four slow refusals in a row fail a 1 s turn", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await threadWithTurns(world, openai, ["a", "b", "c", "d"], 1);
+    for (let i = 0; i < 3; i++) openai.reply({ status: 400, errorCode: "context_length_exceeded", errorMessage: "This model's maximum context length is 8192 tokens.", delayMs: 750 });
+    openai.reply({ content: "late answer", delayMs: 750 });
+    // Each attempt alone answers within the second; all four together do not.
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "five" })).body.runId);
+    expect({ status: run.status, error: run.error }).toEqual({
+      status: "failed",
+      error: `The model endpoint ${openai.baseUrl} did not answer within 1 s`,
+    });
+  });
+
+  test("earlier turns the model left unanswered are not in the messages, so leaving them out is no reason to send the same request again", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await threadWithTurns(world, openai, ["", "", "", "", "", "", "", ""]);
+    const before = openai.requests.length;
+    for (let i = 0; i < 8; i++) openai.reply({ status: 400, errorCode: "context_length_exceeded", errorMessage: "This model's maximum context length is 8192 tokens." });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "x".repeat(3000) })).body.runId);
+    const sent = openai.requests.slice(before).map((r) => JSON.stringify(r.body.messages));
+    expect({ status: run.status, requests: sent.length, distinct: new Set(sent).size }).toEqual({ status: "failed", requests: 1, distinct: 1 });
+  });
+
+  test("a usage whose total_tokens is null (beside its parts) counts its parts, not 0", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
+    openai.reply({ content: "hello", totalTokens: 321, nullTotal: true });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+    expect({ status: run.status, tokensUsed: run.tokensUsed }).toEqual({ status: "succeeded", tokensUsed: 321 });
+  });
+
+  test("tokens billed by a context-length refusal still count when the attempt after it times out", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner, workflow, token } = await threadWithTurns(world, openai, ["a", "b"], 1);
+    const spentBefore = (await owner.client.get("/api/workflows/spend-limit")).body.used.tokens as number;
+    openai.reply({ status: 400, errorCode: "context_length_exceeded", errorMessage: "This model's maximum context length is 8192 tokens.", errorUsage: 500 });
+    openai.reply({ stallBody: true });
+    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "three" })).body.runId);
+    const spent = (await owner.client.get("/api/workflows/spend-limit")).body.used.tokens as number;
+    expect({ status: run.status, error: run.error, tokensUsed: run.tokensUsed, counted: spent - spentBefore }).toEqual({
+      status: "failed",
+      error: `The model endpoint ${openai.baseUrl} did not answer within 1 s`,
+      tokensUsed: 500,
+      counted: 500,
+    });
+  });
+});

@@ -11,7 +11,7 @@ import { hatchCli } from "../helpers/cli.ts";
 import { startFakeOpenAi } from "../helpers/fake-openai.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { logIn, type Person, startWorld, TEST_PASSWORD, type World } from "../helpers/world.ts";
-import { answers, commandWorkflow, countRows, fire, isAlive, isFinished, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
+import { answers, commandWorkflow, countRows, createWorkflow, fire, isAlive, isFinished, issueToken, memberWithBareRuns, traceDir, waitForRun } from "../helpers/workflows.ts";
 
 /** A command that says it started, then works until it is killed. */
 const blocking = (dir: string) => `echo $$ > ${dir}/$HATCH_RUN_ID.started; sleep 300`;
@@ -75,6 +75,47 @@ describe("the life of a run", () => {
       cancelled: null,
       answers: ["done"],
     });
+  });
+
+  test("a cancel that lands after the command exited non-zero, while a background child still holds its stdout, is 409 too: the run stays failed with its exit, and audited", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    const dir = traceDir(world);
+    // The command fails and exits at once; the sleep it left behind holds stdout open, so the runner drains for a second.
+    const workflow = await commandWorkflow(member, `echo broken >&2; sleep 30 & touch ${dir}/$HATCH_RUN_ID.exiting; exit 3`, { mode: "fresh" });
+    const { token } = await issueToken(member.client, workflow.id);
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${runId}.exiting`)), "the command to exit");
+    await Bun.sleep(200);
+    const cancel = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    const run = await waitForRun(member.client, workflow.id, runId);
+    const audited = countRows(world, "audit_log", "action = 'workflow.run.failed' AND target = ?", runId);
+    expect({ cancel: cancel.status, status: run.status, cancelled: run.cancelled, error: run.error, audited }).toEqual({
+      cancel: 409,
+      status: "failed",
+      cancelled: null,
+      error: "The command exited with code 3: broken",
+      audited: 1,
+    });
+  });
+
+  test("a cancel that lands in the drain after a timeout killed the command is 409: the run stays failed as timed out", async () => {
+    await using world = await startWorld();
+    const member = await memberWithBareRuns(world, await world.project());
+    const dir = traceDir(world);
+    // A child outside the process group holds stdout, so after the timeout's kill the runner drains for a second.
+    const workflow = await createWorkflow(member.client, {
+      name: "Slow",
+      mode: "fresh",
+      runner: { kind: "command", command: `setsid sleep 30 & touch ${dir}/$HATCH_RUN_ID.started; sleep 60`, timeoutSeconds: 1 },
+    });
+    const { token } = await issueToken(member.client, workflow.id);
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${runId}.started`)), "the command to start");
+    await Bun.sleep(1300);
+    const cancel = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    const run = await waitForRun(member.client, workflow.id, runId);
+    expect({ cancel: cancel.status, status: run.status, error: run.error }).toEqual({ cancel: 409, status: "failed", error: "The command timed out after 1 s" });
   });
 
   test("cancel before start: a queued run ends cancelled / before-start and never runs", async () => {

@@ -204,3 +204,27 @@ describe("the scheduler", () => {
     ]);
   });
 });
+
+describe("the audit of a schedule's refusals", () => {
+  test("a schedule refused for a new reason is audited again, even when the code stays creator_not_permitted: the record must not keep saying what the owner already fixed", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    const scheduled = await commandWorkflow(member, "echo tick", { schedule: EVERY_SECOND, mode: "fresh", status: "paused" });
+    // Two things wrong at once: the member's role lost core.execute, and the agent package is off for it.
+    expect((await owner.client.delete("/api/roles/member/features/core.execute")).status).toBe(200);
+    expect((await owner.client.put("/api/packages/agent/access", { feature: "agent.access" })).status).toBe(200);
+    expect((await owner.client.patch(`/api/workflows/${scheduled.id}`, { status: "active" })).status).toBe(200);
+    const refusals = () =>
+      (world.hatch.sqlite.query("SELECT detail FROM audit_log WHERE action = 'workflow.fire.refused' AND target = ? ORDER BY rowid").all(scheduled.id) as { detail: string }[]).map(
+        (row) => JSON.parse(row.detail).reason as string,
+      );
+    await waitFor(() => refusals().length === 1, "the first refusal");
+    // The owner fixes the first (the one the record names); the schedule is now refused for the other one.
+    expect((await owner.client.put("/api/roles/member/features/core.execute", {})).status).toBe(200);
+    await Bun.sleep(3000);
+    expect(countRows(world, "workflow_runs", "workflow_id = ?", scheduled.id)).toBe(0);
+    expect(refusals()).toEqual([`its creator's role "member" lacks the feature "core.execute" its runs need`, `the agent package is switched off for its creator's role "member"`]);
+  });
+});
