@@ -300,6 +300,12 @@ describe("the openai runner", () => {
     expect(waiting.retryAt! - waiting.startedAt!).toBeGreaterThanOrEqual(45_501);
     expect(waiting.retryAt! - waiting.startedAt!).toBeLessThan(120_000);
     await owner.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+    // Where the two disagree (a proxy's retry-after-ms: 0 beside the endpoint's Retry-After), the longer wait holds.
+    openai.reply({ status: 429, errorMessage: "Rate limit reached", retryAfterMs: "0", retryAfter: "120" });
+    const second = (await fire(world, workflow.id, token)).body.runId;
+    const waitingAgain = await waitForRun(owner.client, workflow.id, second, (r) => r.status === "waiting-retry");
+    expect(waitingAgain.retryAt! - waitingAgain.startedAt!).toBeGreaterThanOrEqual(120_000);
+    await owner.client.post(`/api/workflows/${workflow.id}/runs/${second}/cancel`);
   });
 
   test("a usage with no total_tokens (some compatible servers send only its parts) counts its parts", async () => {
