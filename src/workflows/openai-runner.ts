@@ -81,30 +81,10 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     if (!HEADER_SAFE_KEY.test(key)) {
       throw new RunnerFailedError(`The API key in the project secret "${settings.apiKeySecret}" holds a character an HTTP header cannot carry (a space, or an invisible character pasted with it): store it again`);
     }
-    // A one-thread conversation can outgrow the model's context: every later turn would then fail the same way.
-    // The older half of the earlier turns is left out and the turn asked again, until it fits or none are left.
-    // Only answered turns are sent (see chatMessages), so only they are counted and left out.
-    const answered = request.prompt.history.filter((turn) => turn.answers.some((answer) => answer.trim()));
-    let prompt = { ...request.prompt, history: answered };
-    let spentBefore = 0;
-    let exchange: Exchange | null;
-    // One deadline for the whole turn, however many times it is asked.
-    const deadline = AbortSignal.timeout(settings.timeoutSeconds * 1000);
-    try {
-      for (;;) {
-        exchange = await this.#exchange(request, prompt, key, deadline);
-        if (!exchange) return { tokensUsed: spentBefore, stopped: true };
-        if (prompt.history.length === 0 || !overflowsContext(exchange.response, exchange.body)) break;
-        spentBefore += billedTokens(exchange.body?.usage);
-        prompt = { ...prompt, history: prompt.history.slice(Math.ceil(prompt.history.length / 2)) };
-      }
-    } catch (error) {
-      // What the refused attempts were billed still counts when a later one fails.
-      if (error instanceof RunnerError && spentBefore > 0) error.details.tokensUsed = (error.details.tokensUsed ?? 0) + spentBefore;
-      throw error;
-    }
+    const asked = await this.#askUntilItFits(request, key);
+    if (asked.stopped) return { tokensUsed: asked.spentBefore, stopped: true };
+    const { exchange, leftOut, spentBefore } = asked;
     const { response, body } = exchange;
-    const leftOut = answered.length - prompt.history.length;
     // Billed even when the answer is refused below: the spend limit counts what the endpoint counted.
     const tokensUsed = spentBefore + billedTokens(body?.usage);
     if (!response.ok) throw refusal(settings.baseUrl, response, body, key, { tokensUsed, now: this.options.now ?? Date.now });
@@ -126,6 +106,39 @@ export class OpenAiRunner implements Runner<OpenAiRunnerSettings> {
     const trimmed = leftOut > 0 ? [{ type: "note" as const, text: leftOutNote(leftOut) }] : [];
     if (text) request.emit([...trimmed, { type: "answer", text }, ...cutShort]);
     return { tokensUsed, stopped: false };
+  }
+
+  /**
+   * Ask the turn, and ask again while the conversation does not fit the
+   * model's context: a one-thread conversation can outgrow it, and every
+   * later turn would then fail the same way. Each time the older half of the
+   * earlier turns is left out, until it fits or none are left. Only answered
+   * turns are sent (see chatMessages), so only they are counted and left out.
+   * One deadline bounds all the attempts; the tokens the refused ones were
+   * billed (`spentBefore`) count, also on an error a later one throws.
+   */
+  async #askUntilItFits(
+    request: RunnerRequest<OpenAiRunnerSettings>,
+    key: string,
+  ): Promise<{ stopped: true; spentBefore: number } | { stopped: false; exchange: Exchange; leftOut: number; spentBefore: number }> {
+    const answered = request.prompt.history.filter((turn) => turn.answers.some((answer) => answer.trim()));
+    let prompt = { ...request.prompt, history: answered };
+    let spentBefore = 0;
+    const deadline = AbortSignal.timeout(request.settings.timeoutSeconds * 1000);
+    try {
+      for (;;) {
+        const exchange = await this.#exchange(request, prompt, key, deadline);
+        if (!exchange) return { stopped: true, spentBefore };
+        if (prompt.history.length === 0 || !overflowsContext(exchange.response, exchange.body)) {
+          return { stopped: false, exchange, leftOut: answered.length - prompt.history.length, spentBefore };
+        }
+        spentBefore += billedTokens(exchange.body?.usage);
+        prompt = { ...prompt, history: prompt.history.slice(Math.ceil(prompt.history.length / 2)) };
+      }
+    } catch (error) {
+      if (error instanceof RunnerError && spentBefore > 0) error.details.tokensUsed = (error.details.tokensUsed ?? 0) + spentBefore;
+      throw error;
+    }
   }
 
   /**
@@ -228,7 +241,7 @@ interface CompletionUsage {
   completion_tokens?: unknown;
 }
 
-/** The tokens a completion's `usage` bills: its total, or (some compatible servers send no total) its two parts. */
+/** The tokens a completion's `usage` bills: the larger of its total and its two parts (some compatible servers send no total, or a null one). */
 function billedTokens(usage: CompletionUsage | undefined): number {
   // A total that is missing, null or 0 beside its parts is no total: the parts are what was billed.
   return Math.max(tokenCount(usage?.total_tokens), tokenCount(usage?.prompt_tokens) + tokenCount(usage?.completion_tokens));

@@ -165,7 +165,8 @@ export function recordOutcome(deps: RunExecutionDeps, run: Run, workflow: Pick<W
  * Give the runner its prompt (with the thread's earlier turns in one-thread
  * mode) and stream its events into the row and the bus, up to MAX_RUN_EVENTS:
  * past them the runner is stopped (through its signal, as a cancel stops it)
- * and the turn reports TOO_MANY_EVENTS_ERROR.
+ * and the turn reports TOO_MANY_EVENTS_ERROR. `turn.over` is set when the
+ * runner says its turn ended (`turnEnded`), for the caller too.
  */
 async function runTurn(
   deps: RunExecutionDeps,
