@@ -237,7 +237,7 @@ const SCRIPT_RUNNERS: Record<string, (args: string[]) => string | null> = {
     const named = args.slice(0, at).some((a) => a === "-u" || a === "--user" || a.startsWith("--user="));
     return named ? (at < args.length ? asLine(args.slice(at)) : null) : suScript(args);
   },
-  su: (args) => suScript(args),
+  su: suScript,
 };
 
 /** The script of `su [options] [user] -c 'command'`. */

@@ -13,11 +13,16 @@ export async function mountsAtOrBelow(dir: string): Promise<string[]> {
   const table = await readFile("/proc/self/mountinfo", "utf8").catch(() => "");
   const mounts: string[] = [];
   for (const line of table.split("\n")) {
-    // Field 5 is the mount point, with space, tab, newline and backslash written as octal escapes.
+    // Field 5 is the mount point.
     const field = line.split(" ")[4];
     if (!field) continue;
-    const point = field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+    const point = unescapeMountPath(field);
     if (point === dir || point.startsWith(`${dir}/`)) mounts.push(point);
   }
   return mounts;
+}
+
+/** A path as mountinfo writes it, with space, tab, newline and backslash as octal escapes (`\040`), read back. */
+export function unescapeMountPath(field: string): string {
+  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
 }

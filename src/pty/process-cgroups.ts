@@ -4,6 +4,7 @@ import { readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as delay } from "node:timers/promises";
 import { unavailable } from "../platform/index.ts";
+import { unescapeMountPath } from "./mount-points.ts";
 
 /**
  * The cgroup v2 subtree hatch keeps below its own cgroup: one leaf per session
@@ -107,9 +108,7 @@ export async function openProcessCgroups(options: ProcessCgroupsOptions): Promis
     },
     close: async () => {
       await clear(dir, "still running at shutdown in", log);
-      await rmdir(dir).catch((error: NodeJS.ErrnoException) => {
-        if (error.code !== "ENOENT") log(`hatch: cannot remove the cgroup ${dir}: ${error.message}`);
-      });
+      await removeCgroupTree(dir, log);
     },
   };
 }
@@ -217,9 +216,4 @@ function ownCgroupDir(): string | null {
     if (path.startsWith(root === "/" ? "/" : `${root}/`)) return join(mountPoint, path.slice(root.length));
   }
   return null;
-}
-
-/** mountinfo writes space, tab, newline and backslash in paths as octal escapes (`\040`). */
-function unescapeMountPath(field: string): string {
-  return field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
 }

@@ -3,7 +3,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase } from "../../src/db/index.ts";
+import { hashPassword } from "../../src/platform/password.ts";
 import { Users } from "../../src/platform/index.ts";
+import { hatchCli, tempDataDir } from "../helpers/cli.ts";
 import { startWorld, TEST_PASSWORD } from "../helpers/world.ts";
 
 // "josé" typed on most keyboards (U+00E9) and pasted from a macOS file name or some mail clients (e + U+0301).
@@ -61,18 +63,24 @@ describe("email addresses", () => {
   });
 });
 
+/**
+ * The database of an older hatch (which only lower-cased) in `dir`, holding one address in two spellings: two
+ * people, "composed" and "decomposed", each with "<id> password". The open database is returned.
+ */
+async function oneAddressTwice(dir: string) {
+  const { sqlite } = openDatabase(join(dir, "hatch.db"));
+  const insert = sqlite.prepare("INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, 0)");
+  insert.run("composed", COMPOSED, await hashPassword("composed password"));
+  insert.run("decomposed", DECOMPOSED, await hashPassword("decomposed password"));
+  return sqlite;
+}
+
 describe("email addresses kept in an older spelling", () => {
   test("a row that kept its own spelling at the respelling is the one `admin user password --email <that spelling>` changes, not the other user", async () => {
-    const { hatchCli, tempDataDir } = await import("../helpers/cli.ts");
-    const { hashPassword } = await import("../../src/platform/password.ts");
     using dir = tempDataDir();
     const warned = spyOn(console, "warn").mockImplementation(() => {});
     try {
-      // An older hatch (lower case only) holds one address in two spellings: two people.
-      const { sqlite } = openDatabase(join(dir, "hatch.db"));
-      const insert = sqlite.prepare("INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, 0)");
-      insert.run("composed", COMPOSED, await hashPassword("composed password"));
-      insert.run("decomposed", DECOMPOSED, await hashPassword("decomposed password"));
+      const sqlite = await oneAddressTwice(dir);
       const hashes = () => sqlite.query("SELECT id, password_hash AS hash FROM users ORDER BY id").all() as { id: string; hash: string }[];
       const before = hashes();
       // The operator reads the start-up warning and resets the row it names, by the spelling it kept.
@@ -87,15 +95,10 @@ describe("email addresses kept in an older spelling", () => {
   });
 
   test("a row that kept its own spelling at the respelling still signs in with exactly that spelling, as Users.#respellStored promises", async () => {
-    const { hashPassword } = await import("../../src/platform/password.ts");
     const dir = mkdtempSync(join(tmpdir(), "hatch-users-"));
     const warned = spyOn(console, "warn").mockImplementation(() => {});
     try {
-      const { sqlite } = openDatabase(join(dir, "hatch.db"));
-      const insert = sqlite.prepare("INSERT INTO users (id, email, password_hash, created_at) VALUES (?, ?, ?, 0)");
-      insert.run("composed", COMPOSED, await hashPassword("composed password"));
-      insert.run("decomposed", DECOMPOSED, await hashPassword("decomposed password"));
-      sqlite.close();
+      (await oneAddressTwice(dir)).close();
       await using world = await startWorld({ HATCH_DATA_DIR: dir });
       const login = await world.anonymous().post("/api/auth/login", { email: DECOMPOSED, password: "decomposed password" });
       expect({ status: login.status, user: login.body.user?.id }).toEqual({ status: 200, user: "decomposed" });

@@ -296,6 +296,25 @@ export async function expectSameAfter(
   expectFn({ name, ...screenState(client, subject.reference) }).toEqual({ name, ...screenState(subject.reference) });
 }
 
+/**
+ * The usual snapshot case: a fresh mirror of `options` is given `before`, a
+ * client attaches by snapshot, then both are given `after` and must show the
+ * same (see `expectSameAfter`).
+ */
+export async function expectSameAcrossSnapshot(
+  options: ConstructorParameters<typeof MirrorUnderTest>[0],
+  before: string,
+  after: string,
+  expectFn: (actual: unknown) => { toEqual(expected: unknown): void },
+  name = "",
+): Promise<void> {
+  using subject = new MirrorUnderTest(options);
+  subject.write(before);
+  await subject.settled();
+  const { client } = await attach(subject.mirror, subject.scrollback);
+  await expectSameAfter(subject, client, after, expectFn, name);
+}
+
 /** Deterministic pseudo-random numbers in [0, 1) (tests must not use Math.random). */
 export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { Terminal } from "@xterm/headless";
-import { MirrorUnderTest, attach, concat, encode, expectSameAfter, expectSnapshotReproduces, feed, replay, screenState, seededRandom } from "./mirror-fixture.ts";
+import { MirrorUnderTest, attach, concat, encode, expectSameAcrossSnapshot, expectSameAfter, expectSnapshotReproduces, feed, replay, screenState, seededRandom } from "./mirror-fixture.ts";
 
 // No SGR 2 (dim): addon-serialize 0.14 ends bold with it (see row-serializer.ts).
 const SGR = ["31", "1;32", "44", "48;5;202", "38;2;10;20;30", "7", "4", "3;9", "0", "49", "53", "97;41", "5", "8"];
@@ -357,65 +357,41 @@ describe("counts past the screen", () => {
 
 describe("protected text (DECSCA) at the right edge", () => {
   test("a protected character filling the row's last cell (cursor waiting to wrap) stays protected after a snapshot", async () => {
-    using subject = new MirrorUnderTest({ cols: 10, rows: 4, scrollback: 100 });
     // A form's protected label reaching the right edge; the program turns protection off, the cursor waits to wrap.
-    subject.write('ab\r\n\x1b[1"qPROTECTED!\x1b[0"q');
-    await subject.settled();
-    const { client } = await attach(subject.mirror, 100);
     // DECSED: erase everything not protected.
-    await expectSameAfter(subject, client, "\x1b[?2J", expect, "DECSED after the snapshot");
+    await expectSameAcrossSnapshot({ cols: 10, rows: 4, scrollback: 100 }, 'ab\r\n\x1b[1"qPROTECTED!\x1b[0"q', "\x1b[?2J", expect, "DECSED after the snapshot");
   });
 });
 
 describe("saved cursor state", () => {
   test("text printed after DECRC is protected when the cursor was saved (DECSC) with protection on", async () => {
-    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
     // A form program: save the cursor while printing protected labels, turn protection off, restore later.
-    subject.write('\x1b[1"qName:\x1b7\x1b[0"q alice\r\n');
-    await subject.settled();
-    const { client } = await attach(subject.mirror, 100);
-    await expectSameAfter(subject, client, "\x1b8 KEEP\x1b[?2J", expect, "DECRC, print, then DECSED after the snapshot");
+    await expectSameAcrossSnapshot({ cols: 20, rows: 4, scrollback: 100 }, '\x1b[1"qName:\x1b7\x1b[0"q alice\r\n', "\x1b8 KEEP\x1b[?2J", expect, "DECRC, print, then DECSED after the snapshot");
   });
 });
 
 describe("the character before the cursor", () => {
   test("REP (CSI b) right after a snapshot repeats the character printed before it, as ncurses draws lines (terminfo rep)", async () => {
-    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
     // htop/mc with TERM=xterm-256color: one line-drawing character, then "repeat it 9 times"; a PTY read ends between them.
-    subject.write("\x1b[2;1H\x1b(0q");
-    await subject.settled();
-    const { client } = await attach(subject.mirror, 100);
-    await expectSameAfter(subject, client, "\x1b[9b\x1b(B", expect, "REP after the snapshot");
+    await expectSameAcrossSnapshot({ cols: 20, rows: 4, scrollback: 100 }, "\x1b[2;1H\x1b(0q", "\x1b[9b\x1b(B", expect, "REP after the snapshot");
   });
 
   test("REP right after a snapshot in insert mode (IRM) inserts the repeats, and the row before them is as it was", async () => {
-    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
     // An editor inserting in the middle of a line, the last cell of the row full, a wide character in it.
-    subject.write("hello 日本 world!!!!\x1b[1;4H\x1b[4hx");
-    await subject.settled();
-    const { client } = await attach(subject.mirror, 100);
-    await expectSameAfter(subject, client, "\x1b[3b", expect, "REP in insert mode after the snapshot");
+    await expectSameAcrossSnapshot({ cols: 20, rows: 4, scrollback: 100 }, "hello 日本 world!!!!\x1b[1;4H\x1b[4hx", "\x1b[3b", expect, "REP in insert mode after the snapshot");
   });
 
   test("a combining mark that arrives right after a snapshot joins the character before it instead of taking a cell", async () => {
-    using subject = new MirrorUnderTest({ cols: 20, rows: 4, scrollback: 100 });
     // NFD text (macOS file names, `ls` on such a volume): "cafe" then U+0301, cut by a PTY read.
-    subject.write("$ ls\r\ncafe");
-    await subject.settled();
-    const { client } = await attach(subject.mirror, 100);
-    await expectSameAfter(subject, client, "\u0301.txt\r\n$ ", expect, "combining mark after the snapshot");
+    await expectSameAcrossSnapshot({ cols: 20, rows: 4, scrollback: 100 }, "$ ls\r\ncafe", "\u0301.txt\r\n$ ", expect, "combining mark after the snapshot");
   });
 });
 
 describe("saved character set", () => {
   test("the character set DECRC restored (not the one designated) is the one in use after a snapshot", async () => {
-    using subject = new MirrorUnderTest({ cols: 30, rows: 4, scrollback: 100 });
     // A status-line painter: save the cursor, draw a rule in DEC line drawing at the top, restore the cursor
     // (DECRC restores the character set saved with it, US ASCII), and the shell goes on printing letters.
-    subject.write("line\r\n$ \x1b7\x1b[1;20H\x1b(0qqqqq\x1b8");
-    await subject.settled();
-    const { client } = await attach(subject.mirror, 100);
-    await expectSameAfter(subject, client, "ls -l\r\n", expect, "letters printed after the snapshot");
+    await expectSameAcrossSnapshot({ cols: 30, rows: 4, scrollback: 100 }, "line\r\n$ \x1b7\x1b[1;20H\x1b(0qqqqq\x1b8", "ls -l\r\n", expect, "letters printed after the snapshot");
   });
 });
 

@@ -16,6 +16,23 @@ import { answers, commandWorkflow, countRows, createWorkflow, fire, isAlive, isF
 /** A command that says it started, then works until it is killed. */
 const blocking = (dir: string) => `echo $$ > ${dir}/$HATCH_RUN_ID.started; sleep 300`;
 
+/**
+ * As a member with bare runs, fire a fresh workflow running `command` (given the trace dir), which touches
+ * `<dir>/$HATCH_RUN_ID.exiting` as it exits and leaves a sleep holding its stdout, so the runner drains for a
+ * second; cancel the run in that second. The cancel's answer and the run as it ended.
+ */
+async function cancelInTheDrain(world: World, command: (dir: string) => string) {
+  const member = await memberWithBareRuns(world, await world.project());
+  const dir = traceDir(world);
+  const workflow = await commandWorkflow(member, command(dir), { mode: "fresh" });
+  const { token } = await issueToken(member.client, workflow.id);
+  const runId = (await fire(world, workflow.id, token)).body.runId;
+  await waitFor(() => existsSync(join(dir, `${runId}.exiting`)), "the command to exit");
+  await Bun.sleep(200);
+  const cancel = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
+  return { cancel, run: await waitForRun(member.client, workflow.id, runId) };
+}
+
 describe("the life of a run", () => {
   test("cancel while working stops the command: cancelled / while-working, silent (no answer)", async () => {
     await using world = await startWorld();
@@ -59,16 +76,8 @@ describe("the life of a run", () => {
 
   test("a cancel that lands after the command exited, while a background child it left still holds its stdout, is 409: the turn ended at the exit, and its answer is kept", async () => {
     await using world = await startWorld();
-    const member = await memberWithBareRuns(world, await world.project());
-    const dir = traceDir(world);
-    // The command answers and exits at once; the sleep it left behind holds stdout open, so the runner drains for a second.
-    const workflow = await commandWorkflow(member, `echo done; sleep 30 & touch ${dir}/$HATCH_RUN_ID.exiting`, { mode: "fresh" });
-    const { token } = await issueToken(member.client, workflow.id);
-    const runId = (await fire(world, workflow.id, token)).body.runId;
-    await waitFor(() => existsSync(join(dir, `${runId}.exiting`)), "the command to exit");
-    await Bun.sleep(200);
-    const cancel = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
-    const run = await waitForRun(member.client, workflow.id, runId);
+    // The command answers and exits at once.
+    const { cancel, run } = await cancelInTheDrain(world, (dir) => `echo done; sleep 30 & touch ${dir}/$HATCH_RUN_ID.exiting`);
     expect({ cancel: cancel.status, status: run.status, cancelled: run.cancelled, answers: answers(run) }).toEqual({
       cancel: 409,
       status: "succeeded",
@@ -79,17 +88,9 @@ describe("the life of a run", () => {
 
   test("a cancel that lands after the command exited non-zero, while a background child still holds its stdout, is 409 too: the run stays failed with its exit, and audited", async () => {
     await using world = await startWorld();
-    const member = await memberWithBareRuns(world, await world.project());
-    const dir = traceDir(world);
-    // The command fails and exits at once; the sleep it left behind holds stdout open, so the runner drains for a second.
-    const workflow = await commandWorkflow(member, `echo broken >&2; sleep 30 & touch ${dir}/$HATCH_RUN_ID.exiting; exit 3`, { mode: "fresh" });
-    const { token } = await issueToken(member.client, workflow.id);
-    const runId = (await fire(world, workflow.id, token)).body.runId;
-    await waitFor(() => existsSync(join(dir, `${runId}.exiting`)), "the command to exit");
-    await Bun.sleep(200);
-    const cancel = await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`);
-    const run = await waitForRun(member.client, workflow.id, runId);
-    const audited = countRows(world, "audit_log", "action = 'workflow.run.failed' AND target = ?", runId);
+    // The command fails and exits at once.
+    const { cancel, run } = await cancelInTheDrain(world, (dir) => `echo broken >&2; sleep 30 & touch ${dir}/$HATCH_RUN_ID.exiting; exit 3`);
+    const audited = countRows(world, "audit_log", "action = 'workflow.run.failed' AND target = ?", run.id);
     expect({ cancel: cancel.status, status: run.status, cancelled: run.cancelled, error: run.error, audited }).toEqual({
       cancel: 409,
       status: "failed",
