@@ -1,14 +1,11 @@
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { adminCommands } from "../../src/cli/admin-commands.ts";
 import type { Command } from "../../src/cli/command.ts";
 import { runCli } from "../../src/cli/run-cli.ts";
+import { tempDir, type TempDir } from "./temp-dir.ts";
 
 /** A fresh, empty data dir for CLI runs, removed at the end of its `using` scope. */
-export function tempDataDir(): string & Disposable {
-  const dir = mkdtempSync(join(tmpdir(), "hatch-cli-"));
-  return Object.assign(dir, { [Symbol.dispose]: () => rmSync(dir, { recursive: true, force: true }) }) as never;
+export function tempDataDir(): TempDir {
+  return tempDir("cli");
 }
 
 /** What one CLI run printed and returned. */

@@ -38,11 +38,17 @@ export class World {
   static async start(env: Record<string, string> = {}, overrides: HatchOverrides = {}): Promise<World> {
     const dataDir = env.HATCH_DATA_DIR ?? mkdtempSync(join(tmpdir(), "hatch-test-"));
     mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-    const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir, HATCH_HOST: "127.0.0.1", ...env });
-    // Sessions get an empty HOME, so the machine's own shell rc files (which may be slow or hang) stay out of the tests.
-    const home = join(dataDir, "home");
-    mkdirSync(home);
-    return new World(await startHatch(config, { baseEnv: { ...process.env, HOME: home }, ...overrides }), config);
+    try {
+      const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir, HATCH_HOST: "127.0.0.1", ...env });
+      // Sessions get an empty HOME, so the machine's own shell rc files (which may be slow or hang) stay out of the tests.
+      const home = join(dataDir, "home");
+      mkdirSync(home);
+      return new World(await startHatch(config, { baseEnv: { ...process.env, HOME: home }, ...overrides }), config);
+    } catch (error) {
+      // A world that fails to start (a test of a refused setting) leaves no data dir behind.
+      rmSync(dataDir, { recursive: true, force: true });
+      throw error;
+    }
   }
 
   get platform() {

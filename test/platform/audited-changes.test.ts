@@ -1,11 +1,10 @@
 import { Database } from "bun:sqlite";
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { sourceCommands, workflowCommands } from "../../src/cli/index.ts";
 import { DATABASE_FILE } from "../../src/db/index.ts";
 import { hatchCli, tempDataDir } from "../helpers/cli.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 import { commandWorkflow, fire, issueToken } from "../helpers/workflows.ts";
 import { TERMINAL } from "../helpers/terminal.ts";
@@ -23,7 +22,7 @@ describe("a change and its audit entry are one transaction", () => {
     await using world = await startWorld();
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
-    const root = mkdtempSync(join(tmpdir(), "hatch-audited-"));
+    const root = world.tempDir("audited");
     const rows = auditRows(world);
     {
       using _ = auditLogFails(world.platform.db.$client);
@@ -48,7 +47,6 @@ describe("a change and its audit entry are one transaction", () => {
     expect((await owner.client.get("/api/agents")).body.agents).toEqual([]);
     expect((await owner.client.get("/api/sources")).body.sources.map((s: { slug: string }) => s.slug)).not.toContain("docs");
     expect((await owner.client.get("/api/workflows")).body.workflows).toEqual([]);
-    rmSync(root, { recursive: true, force: true });
   });
 
   test("a token rotation whose entry cannot be written leaves the old token firing: the new one was never shown", async () => {
@@ -69,13 +67,13 @@ describe("a change and its audit entry are one transaction", () => {
 
   test("from the CLI, a command whose entry cannot be written exits 1 and changes nothing", async () => {
     using dir = tempDataDir();
-    await hatchCli(dir, ["admin", "user", "add", "--email", "owner@example.com", "--password", "owner pass 1"]);
-    await hatchCli(dir, ["admin", "user", "add", "--email", "member@example.com", "--password", "member pass 1"]);
-    await hatchCli(dir, ["admin", "project", "add", "--slug", "demo", "--name", "Demo", "--owner", "owner@example.com"]);
-    await hatchCli(dir, ["admin", "member", "add", "--project", "demo", "--email", "member@example.com", "--role", "member"]);
-    const wf = (await hatchCli(dir, ["workflow", "add", "--project", "demo", "--owner", "owner@example.com", "--name", "n", "--command", "echo hi", "--json"], workflowCommands)).json();
-    const first = (await hatchCli(dir, ["workflow", "token", "rotate", "--workflow", wf.id, "--json"], workflowCommands)).json();
-    const sqlite = new Database(join(dir, DATABASE_FILE));
+    await hatchCli(dir.path, ["admin", "user", "add", "--email", "owner@example.com", "--password", "owner pass 1"]);
+    await hatchCli(dir.path, ["admin", "user", "add", "--email", "member@example.com", "--password", "member pass 1"]);
+    await hatchCli(dir.path, ["admin", "project", "add", "--slug", "demo", "--name", "Demo", "--owner", "owner@example.com"]);
+    await hatchCli(dir.path, ["admin", "member", "add", "--project", "demo", "--email", "member@example.com", "--role", "member"]);
+    const wf = (await hatchCli(dir.path, ["workflow", "add", "--project", "demo", "--owner", "owner@example.com", "--name", "n", "--command", "echo hi", "--json"], workflowCommands)).json();
+    const first = (await hatchCli(dir.path, ["workflow", "token", "rotate", "--workflow", wf.id, "--json"], workflowCommands)).json();
+    const sqlite = new Database(join(dir.path, DATABASE_FILE));
     const count = (sql: string) => (sqlite.query(sql).get() as { n: number }).n;
     const before = {
       audit: count("SELECT count(*) AS n FROM audit_log"),
@@ -87,11 +85,11 @@ describe("a change and its audit entry are one transaction", () => {
     {
       using _ = auditLogFails(sqlite);
       const runs = [
-        await hatchCli(dir, ["admin", "member", "remove", "--project", "demo", "--email", "member@example.com"]),
-        await hatchCli(dir, ["admin", "user", "add", "--email", "third@example.com", "--password", "third pass 1"]),
-        await hatchCli(dir, ["admin", "user", "password", "--email", "member@example.com", "--password", "new pass 12"]),
-        await hatchCli(dir, ["admin", "source", "add", "--project", "demo", "--slug", "docs", "--kind", "local", "--root", dir], sourceCommands),
-        await hatchCli(dir, ["workflow", "token", "rotate", "--workflow", wf.id], workflowCommands),
+        await hatchCli(dir.path, ["admin", "member", "remove", "--project", "demo", "--email", "member@example.com"]),
+        await hatchCli(dir.path, ["admin", "user", "add", "--email", "third@example.com", "--password", "third pass 1"]),
+        await hatchCli(dir.path, ["admin", "user", "password", "--email", "member@example.com", "--password", "new pass 12"]),
+        await hatchCli(dir.path, ["admin", "source", "add", "--project", "demo", "--slug", "docs", "--kind", "local", "--root", dir.path], sourceCommands),
+        await hatchCli(dir.path, ["workflow", "token", "rotate", "--workflow", wf.id], workflowCommands),
       ];
       expect(runs.map((r) => r.code)).toEqual([1, 1, 1, 1, 1]);
       expect(runs.map((r) => r.out).join("")).not.toContain("wfk1");
@@ -110,13 +108,12 @@ describe("a change and its audit entry are one transaction", () => {
 
 describe("rules the service writes itself", () => {
   test("the defaults seeded at a source's first attach (owners and admins rwx, members r) are in the project's audit log, as every other rule added is", async () => {
-    const mount = mkdtempSync(join(tmpdir(), "hatch-mount-"));
-    await using world = await startWorld({ HATCH_OS_MOUNTS: mount });
-    world.onDispose(() => rmSync(mount, { recursive: true, force: true }));
+    using mount = tempDir("mount");
+    await using world = await startWorld({ HATCH_OS_MOUNTS: mount.path });
     const project = await world.project();
     const admin = await world.signedIn(project, "admin");
     const member = await world.signedIn(project, "member");
-    expect((await admin.client.post("/api/sources", { slug: "docs", kind: "local", root: mount })).status).toBe(201);
+    expect((await admin.client.post("/api/sources", { slug: "docs", kind: "local", root: mount.path })).status).toBe(201);
     // The member's listing is the source's first attach: three rules appear, one of them what the member may now read.
     expect((await member.client.get(`${TERMINAL}/sources`)).status).toBe(200);
     const rules = (await admin.client.get("/api/sources/docs/rules")).body.rules as { subject: string; perms: string }[];

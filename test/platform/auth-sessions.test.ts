@@ -10,7 +10,7 @@ describe("login session lifetime", () => {
   // `hatch admin user password` ends one user's sign-ins at a time.
   test("a sign-in made under a longer HATCH_SESSION_TTL_HOURS ends once it is older than the lifetime in force", async () => {
     using dataDir = tempDataDir();
-    const config = (ttlHours: string) => loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_HOST: "127.0.0.1", HATCH_DATA_DIR: dataDir, HATCH_SESSION_TTL_HOURS: ttlHours });
+    const config = (ttlHours: string) => loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_HOST: "127.0.0.1", HATCH_DATA_DIR: dataDir.path, HATCH_SESSION_TTL_HOURS: ttlHours });
     let cookie: string;
     {
       await using hatch = await startHatch(config("87600"));

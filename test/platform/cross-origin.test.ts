@@ -1,6 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { createSession, TERMINAL } from "../helpers/terminal.ts";
 import { startWorld } from "../helpers/world.ts";
@@ -13,7 +12,7 @@ describe("requests from other origins' pages", () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
     await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const marker = join(mkdtempSync(join(tmpdir(), "hatch-csrf-")), "ran");
+    const marker = join(world.tempDir("csrf"), "ran");
     const form = { "content-type": "application/x-www-form-urlencoded" };
     // What an HTML form sends: a browser from before Sec-Fetch-Site names only the origin, a newer one says same-site.
     for (const headers of [{ ...form, origin: NEIGHBOUR }, { ...form, origin: NEIGHBOUR, "sec-fetch-site": "same-site" }, { ...form, "sec-fetch-site": "cross-site" }]) {
@@ -35,7 +34,7 @@ describe("requests from other origins' pages", () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
     await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const marker = join(mkdtempSync(join(tmpdir(), "hatch-csrf-")), "ran");
+    const marker = join(world.tempDir("csrf"), "ran");
     const forms: [string, string][] = [
       ["application/x-www-form-urlencoded", `command=touch+${encodeURIComponent(marker)}`],
       ["text/plain", JSON.stringify({ command: `touch ${marker}` })],

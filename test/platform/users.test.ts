@@ -80,11 +80,11 @@ describe("email addresses kept in an older spelling", () => {
     using dir = tempDataDir();
     const warned = spyOn(console, "warn").mockImplementation(() => {});
     try {
-      const sqlite = await oneAddressTwice(dir);
+      const sqlite = await oneAddressTwice(dir.path);
       const hashes = () => sqlite.query("SELECT id, password_hash AS hash FROM users ORDER BY id").all() as { id: string; hash: string }[];
       const before = hashes();
       // The operator reads the start-up warning and resets the row it names, by the spelling it kept.
-      const result = await hatchCli(dir, ["admin", "user", "password", "--email", DECOMPOSED, "--password", "brand new password"]);
+      const result = await hatchCli(dir.path, ["admin", "user", "password", "--email", DECOMPOSED, "--password", "brand new password"]);
       const after = hashes();
       const changed = after.filter((row, i) => row.hash !== before[i]!.hash).map((row) => row.id);
       sqlite.close();

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
-import { mkdtempSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { sourceCommands, adminCommands } from "../../src/cli/index.ts";
-import { hatchCli } from "../helpers/cli.ts";
+import { hatchCli, tempDataDir } from "../helpers/cli.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 import { startWorld } from "../helpers/world.ts";
 
 const commands = [...adminCommands, ...sourceCommands];
@@ -65,21 +65,21 @@ describe("managing sources", () => {
   });
 
   test("the CLI adds, lists, disables and enables sources and sets role, user and agent rules", async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), "hatch-cli-src-"));
-    const root = mkdtempSync(join(tmpdir(), "hatch-cli-root-"));
-    const cli = (...argv: string[]) => hatchCli(dataDir, argv, commands);
+    using dataDir = tempDataDir();
+    using root = tempDir("cli-root");
+    const cli = (...argv: string[]) => hatchCli(dataDir.path, argv, commands);
     await cli("admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1");
     await cli("admin", "project", "add", "--slug", "p", "--name", "P", "--owner", "o@example.com");
     await cli("admin", "agent", "add", "--project", "p", "--name", "bot", "--owner", "o@example.com");
-    const added = await cli("admin", "source", "add", "--project", "p", "--slug", "docs", "--kind", "local", "--root", root, "--label", "Docs", "--json");
+    const added = await cli("admin", "source", "add", "--project", "p", "--slug", "docs", "--kind", "local", "--root", root.path, "--label", "Docs", "--json");
     expect(added.code).toBe(0);
-    expect(added.json()).toMatchObject({ slug: "docs", root, label: "Docs" });
+    expect(added.json()).toMatchObject({ slug: "docs", root: root.path, label: "Docs" });
     expect((await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "member", "--allow", "rx", "--json")).json()).toMatchObject({ subjectKind: "role", subject: "member", perms: "rx", effect: "allow" });
     expect((await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--user", "o@example.com", "--path", "private", "--deny", "r", "--json")).json()).toMatchObject({ subjectKind: "user", path: "private", effect: "deny" });
     expect((await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--agent", "bot", "--allow", "rwx", "--json")).json()).toMatchObject({ subjectKind: "agent" });
     expect((await cli("admin", "source", "disable", "--project", "p", "--slug", "docs", "--json")).json().enabled).toBe(false);
     expect((await cli("admin", "source", "enable", "--project", "p", "--slug", "docs")).out).toContain("(enabled)");
-    expect((await cli("admin", "source", "list", "--project", "p")).out).toContain(`docs  local  ${root}`);
+    expect((await cli("admin", "source", "list", "--project", "p")).out).toContain(`docs  local  ${root.path}`);
     const both = await cli("admin", "source", "rule", "--project", "p", "--source", "docs", "--role", "member", "--user", "o@example.com", "--allow", "r");
     expect(both.code).toBe(2);
     expect(both.err).toContain("exactly one of --role, --user, --agent");

@@ -5,10 +5,10 @@
  * protected paths are never re-opened, whatever a policy says.
  */
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { TERMINAL, createSession, localSource, roleRules } from "../helpers/terminal.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 import { startWorld } from "../helpers/world.ts";
 
 /** Which confinement each HATCH_CONFINEMENT value gives on this host (the tests need bwrap for `auto`). */
@@ -130,18 +130,17 @@ for (const [confinement, mode] of Object.entries(MODES)) {
 describe("hatch's own protected paths are never re-opened", () => {
   test("a source rooted inside the data dir, or whose policy allows a path inside it again, is listed unselectable and refused on create with the same reason (root_invalid)", async () => {
     // A data dir inside a directory a source can be rooted at.
-    const parent = mkdtempSync(join(tmpdir(), "hatch-parent-"));
-    await using world = await startWorld({ HATCH_DATA_DIR: join(parent, "data") });
-    world.onDispose(() => rmSync(parent, { recursive: true, force: true }));
+    using parent = tempDir("parent");
+    await using world = await startWorld({ HATCH_DATA_DIR: join(parent.path, "data") });
     const project = await world.project();
     const member = await world.signedIn(project, "member");
     const store = world.hatch.terminal.sources;
-    writeFileSync(join(parent, "data", "home", "planted.txt"), "inside the data dir");
-    const above = store.add(project.id, { slug: "above", kind: "local", root: parent });
+    writeFileSync(join(parent.path, "data", "home", "planted.txt"), "inside the data dir");
+    const above = store.add(project.id, { slug: "above", kind: "local", root: parent.path });
     store.addRule(above, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
     store.addRule(above, { subjectKind: "role", subject: "member", path: "data", effect: "deny", perms: "r" });
     store.addRule(above, { subjectKind: "role", subject: "member", path: "data/home", effect: "allow", perms: "r" });
-    const inside = store.add(project.id, { slug: "inside", kind: "local", root: join(parent, "data", "home") });
+    const inside = store.add(project.id, { slug: "inside", kind: "local", root: join(parent.path, "data", "home") });
     store.addRule(inside, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
 
     const never = "inside a path hatch never lets a tab read (its data dir or a .env file)";

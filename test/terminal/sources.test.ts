@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TERMINAL, attached, createSession, localSource, openTerminal, roleRules, runAndSee } from "../helpers/terminal.ts";
 import type { Project } from "../../src/platform/index.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { commandWorkflow, fire, issueToken, waitForRun } from "../helpers/workflows.ts";
 import { startWorld, type World } from "../helpers/world.ts";
@@ -100,16 +100,16 @@ describe("GET /terminal/sources", () => {
   });
 
   test("defaults are seeded at first attach for a source inside a deployment OS mount: owners and admins rwx, members read only; explicit entries win", async () => {
-    const mount = mkdtempSync(join(tmpdir(), "hatch-mount-"));
-    await using world = await startWorld({ HATCH_OS_MOUNTS: mount });
+    using mount = tempDir("mount");
+    await using world = await startWorld({ HATCH_OS_MOUNTS: mount.path });
     const project = await world.project();
     const member = await world.signedIn(project, "member");
     const owner = await world.signedIn(project, "owner");
     const store = world.hatch.terminal.sources;
-    mkdirSync(join(mount, "a"));
-    mkdirSync(join(mount, "b"));
-    store.add(project.id, { slug: "seeded", kind: "local", root: join(mount, "a") });
-    const explicit = store.add(project.id, { slug: "explicit", kind: "local", root: join(mount, "b") });
+    mkdirSync(join(mount.path, "a"));
+    mkdirSync(join(mount.path, "b"));
+    store.add(project.id, { slug: "seeded", kind: "local", root: join(mount.path, "a") });
+    const explicit = store.add(project.id, { slug: "explicit", kind: "local", root: join(mount.path, "b") });
     store.addRule(explicit, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
     const memberTabs = Object.fromEntries((await member.client.get(`${TERMINAL}/sources`)).body.sources.map((s: any) => [s.slug, s]));
     expect(memberTabs.seeded).toMatchObject({ selectable: false, readOnly: true });
@@ -123,28 +123,26 @@ describe("GET /terminal/sources", () => {
     ]);
   });
   test("a source rooted in a directory of an OS mount whose name starts with two dots is inside the mount and gets the defaults", async () => {
-    const mount = mkdtempSync(join(tmpdir(), "hatch-mount-"));
-    await using world = await startWorld({ HATCH_OS_MOUNTS: mount });
-    world.onDispose(() => rmSync(mount, { recursive: true, force: true }));
+    using mount = tempDir("mount");
+    await using world = await startWorld({ HATCH_OS_MOUNTS: mount.path });
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
-    mkdirSync(join(mount, "..data"));
-    world.hatch.terminal.sources.add(project.id, { slug: "dotted", kind: "local", root: join(mount, "..data") });
+    mkdirSync(join(mount.path, "..data"));
+    world.hatch.terminal.sources.add(project.id, { slug: "dotted", kind: "local", root: join(mount.path, "..data") });
     expect((await owner.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "dotted")).toMatchObject({ selectable: true, readOnly: false });
   });
 
   test("an OS mount configured through a symlink (/data -> /mnt/data) still seeds the sources below its real path", async () => {
-    const mount = mkdtempSync(join(tmpdir(), "hatch-mount-"));
-    const link = `${mount}-link`;
-    symlinkSync(mount, link);
+    using mount = tempDir("mount");
+    const link = `${mount.path}-link`;
+    symlinkSync(mount.path, link);
     await using world = await startWorld({ HATCH_OS_MOUNTS: link });
-    world.onDispose(() => rmSync(mount, { recursive: true, force: true }));
     world.onDispose(() => rmSync(link, { force: true }));
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
-    mkdirSync(join(mount, "docs"));
+    mkdirSync(join(mount.path, "docs"));
     // A source's root is stored as its real path (one reached through a symlink is refused), so only that can match.
-    const source = world.hatch.terminal.sources.add(project.id, { slug: "docs", kind: "local", root: join(mount, "docs") });
+    const source = world.hatch.terminal.sources.add(project.id, { slug: "docs", kind: "local", root: join(mount.path, "docs") });
     expect((await owner.client.get(`${TERMINAL}/sources`)).body.sources.find((s: any) => s.slug === "docs")).toMatchObject({ selectable: true, readOnly: false });
     expect(world.hatch.terminal.sources.rules(source.id).map((r) => [r.subject, r.perms, r.seeded])).toEqual([
       ["owner", "rwx", true],
@@ -360,7 +358,7 @@ describe("create re-checks everything", () => {
     const project = await world.project();
     const member = await world.signedIn(project, "member");
     const source = localSource(world, project, "linky", { member: "rx" });
-    const outside = mkdtempSync(join(tmpdir(), "hatch-outside-"));
+    const outside = world.tempDir("outside");
     symlinkSync(outside, join(source.root, "escape"));
     roleRules(world, source, "member", "allow rwx on escape");
     const refused = await createSession(member.client, { sourceSlug: "linky" });
