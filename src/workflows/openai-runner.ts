@@ -291,18 +291,22 @@ function retryAfterMilliseconds(header: string | null): number | null {
 
 /**
  * A base URL as errors show it: without a user name or password a URL may
- * carry (`https://user:pass@proxy/v1`), since errors go to the run row and
- * the audit log, which every manager of the workflow reads.
+ * carry (`https://user:pass@proxy/v1`), nor its query string and fragment
+ * (where some proxies take their key: `?api-key=…`), shown as `?…`. Errors go
+ * to the run row and the audit log, which every manager of the workflow reads.
  */
 export function shownUrl(baseUrl: string): string {
   try {
     const url = new URL(baseUrl);
-    if (url.username === "" && url.password === "") return baseUrl;
+    const hidden = url.search !== "" || url.hash !== "";
     url.username = "";
     url.password = "";
-    return url.toString().replace(/\/$/, "");
+    url.search = "";
+    url.hash = "";
+    const shown = url.toString();
+    return `${url.pathname === "/" && !baseUrl.endsWith("/") ? shown.replace(/\/$/, "") : shown}${hidden ? "?…" : ""}`;
   } catch {
-    return baseUrl;
+    return "(an unreadable URL)";
   }
 }
 

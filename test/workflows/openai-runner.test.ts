@@ -332,6 +332,19 @@ describe("the openai runner", () => {
     expect(run.error).toBe(`The model endpoint ${openai.baseUrl} answered 400: Bad request`);
   });
 
+  test("a base URL's query string (where some proxies take their key) is kept for the request but left out of run errors", async () => {
+    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+    await using openai = startFakeOpenAi({ apiKey: API_KEY });
+    const { owner } = await openAiSetup(world, openai.baseUrl);
+    const withKey = `${openai.baseUrl}?api-key=proxy-s3cret&api-version=2024-10-21#frag`;
+    const proxied = await createWorkflow(owner.client, { name: "Proxied", instruction: "Hi.", runner: { kind: "openai", baseUrl: withKey, model: "m", apiKeySecret: "openai-key" } });
+    const { token } = await issueToken(owner.client, proxied.id);
+    openai.reply({ status: 400, errorMessage: "Bad request" });
+    const run = await waitForRun(owner.client, proxied.id, (await fire(world, proxied.id, token)).body.runId);
+    expect(openai.requests.at(-1)!.query).toBe("?api-key=proxy-s3cret&api-version=2024-10-21");
+    expect(run.error).toBe(`The model endpoint ${openai.baseUrl}?… answered 400: Bad request`);
+  });
+
   test("Retry-After is read as seconds or as an HTTP date", () => {
     const now = Date.parse("2026-11-24T10:00:00Z");
     expect(retryAfter("7", now)).toBe(7000);
