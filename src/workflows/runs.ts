@@ -179,6 +179,11 @@ export class Runs {
     return { projectId: row.projectId, queuedAt, recorded };
   }
 
+  /** Drop the last run number kept for a deleted workflow. */
+  forget(workflowId: string): void {
+    this.#lastNumbers.delete(workflowId);
+  }
+
   /** Commit the rows still queued now (before the database closes). */
   flush(): void {
     this.#commits.flush();

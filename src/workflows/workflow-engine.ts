@@ -59,11 +59,11 @@ export class WorkflowEngine implements AsyncDisposable {
   readonly #unrecorded = new Map<string, { timer: ReturnType<typeof setTimeout>; work: () => void }>();
   readonly #deps: RunExecutionDeps;
   /**
-   * Schedules refused for a spent budget and not accepted since, by workflow and
-   * limit: only the first of a run of such refusals is audited, since a
-   * per-second schedule would otherwise write 86,400 entries a day.
+   * The last refusal (code or limit, and reason) of each schedule refused and
+   * not accepted since: a refusal is audited only when it differs from the one
+   * before, since a per-second schedule would otherwise write 86,400 entries a day.
    */
-  readonly #refusedSchedules = new Map<string, Set<string>>();
+  readonly #refusedSchedules = new Map<string, string>();
 
   constructor(private readonly options: WorkflowEngineOptions) {
     this.#deps = { ...options, stopping: () => this.#stopping, recordLater: (runId, delayMs, work) => this.#recordLater(runId, delayMs, work) };
@@ -232,33 +232,37 @@ export class WorkflowEngine implements AsyncDisposable {
     const refusal = creatorFireRefusal(platform, workflow, { scheduled: request.trigger.kind === "schedule" });
     if (refusal) {
       // A caller is answered; a schedule has none, so its refusal goes on the record (once until it fires again).
-      if (request.trigger.kind === "schedule" && this.#firstRefusal(request, workflow.id, { code: refusal.code, reason: refusal.reason })) {
-        platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { code: refusal.code, reason: refusal.reason, trigger: request.trigger.kind } });
-      }
+      if (request.trigger.kind === "schedule") this.#auditRefusal(request, workflow, { code: refusal.code, reason: refusal.reason });
       throw new HatchError(refusal.code, 409, `Workflow "${workflow.name}" does not fire: ${refusal.reason}`);
     }
     try {
       limits.check(workflow.projectId, workflow.runnerKind === "openai");
     } catch (error) {
-      const detail = error instanceof HatchError ? { code: error.code, ...error.detail } : {};
-      if (this.#firstRefusal(request, workflow.id, detail)) {
-        platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { ...detail, trigger: request.trigger.kind } });
-      }
+      this.#auditRefusal(request, workflow, error instanceof HatchError ? { code: error.code, ...error.detail } : {});
       throw error;
     }
     if (request.trigger.kind === "schedule") this.#refusedSchedules.delete(workflow.id);
     return workflow;
   }
 
-  /** Whether a refusal is to be audited: always, except a schedule's refusals after its first for the same limit. */
-  #firstRefusal(request: FireRequest, workflowId: string, detail: Record<string, unknown>): boolean {
-    if (request.trigger.kind !== "schedule") return true;
+  /**
+   * Audit a refused fire: always, except a schedule refused again for what
+   * refused its tick before. The refusal counts as recorded only once its
+   * entry is written, so a failed write is tried again at the next tick.
+   */
+  #auditRefusal(request: FireRequest, workflow: { id: string; projectId: string; createdBy: string }, detail: Record<string, unknown>): void {
+    const scheduled = request.trigger.kind === "schedule";
     // One code can have several reasons (creator_not_permitted): a new reason is a new refusal.
-    const limit = `${String(detail.limit ?? detail.code ?? "")}|${String(detail.reason ?? "")}`;
-    const refused = this.#refusedSchedules.get(workflowId) ?? new Set<string>();
-    if (refused.has(limit)) return false;
-    this.#refusedSchedules.set(workflowId, refused.add(limit));
-    return true;
+    const refusal = `${String(detail.limit ?? detail.code ?? "")}|${String(detail.reason ?? "")}`;
+    if (scheduled && this.#refusedSchedules.get(workflow.id) === refusal) return;
+    this.options.platform.audit.write({ action: "workflow.fire.refused", userId: workflow.createdBy, projectId: workflow.projectId, target: workflow.id, detail: { ...detail, trigger: request.trigger.kind } });
+    if (scheduled) this.#refusedSchedules.set(workflow.id, refusal);
+  }
+
+  /** Drop what the engine keeps of a deleted workflow. */
+  forget(workflowId: string): void {
+    this.#refusedSchedules.delete(workflowId);
+    this.options.runs.forget(workflowId);
   }
 
   /** Resolves when the run has finished: call it before the outcome can be published (before a stop that finishes at once). */

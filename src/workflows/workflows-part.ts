@@ -134,7 +134,10 @@ export async function startWorkflowsPart(options: WorkflowsPartOptions): Promise
     pool,
     engine,
     scheduler,
-    changed: (id) => scheduler.sync(id),
+    changed: (id) => {
+      scheduler.sync(id);
+      if (!stores.workflows.get(id)) engine.forget(id);
+    },
     [Symbol.asyncDispose]: async () => {
       clearInterval(accessCheck);
       await scheduler[Symbol.asyncDispose]();

@@ -227,4 +227,44 @@ describe("the audit of a schedule's refusals", () => {
     expect(countRows(world, "workflow_runs", "workflow_id = ?", scheduled.id)).toBe(0);
     expect(refusals()).toEqual([`its creator's role "member" lacks the feature "core.execute" its runs need`, `the agent package is switched off for its creator's role "member"`]);
   });
+
+  test("a schedule whose refusal changes and changes back is audited at each change: the record always says what refuses it now", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 0, tokensPerDay: 0 });
+    const scheduled = await commandWorkflow(member, "echo tick", { schedule: EVERY_SECOND, mode: "fresh" });
+    const refusals = () =>
+      (world.hatch.sqlite.query("SELECT detail FROM audit_log WHERE action = 'workflow.fire.refused' AND target = ? ORDER BY rowid").all(scheduled.id) as { detail: string }[]).map(
+        (row) => JSON.parse(row.detail).code as string,
+      );
+    await waitFor(() => refusals().length === 1, "the budget's refusal");
+    expect((await owner.client.delete("/api/roles/member/features/core.execute")).status).toBe(200);
+    await waitFor(() => refusals().length === 2, "the creator's refusal");
+    expect((await owner.client.put("/api/roles/member/features/core.execute", {})).status).toBe(200);
+    await waitFor(() => refusals().length === 3, "the budget's refusal again");
+    expect(refusals()).toEqual(["spend_limit_reached", "creator_not_permitted", "spend_limit_reached"]);
+    expect(countRows(world, "workflow_runs", "workflow_id = ?", scheduled.id)).toBe(0);
+  });
+
+  test("a schedule's refusal whose audit entry could not be written is written at a later tick", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 0, tokensPerDay: 0 });
+    const sqlite = world.hatch.sqlite;
+    sqlite.exec("CREATE TRIGGER refusal_entry_fails BEFORE INSERT ON audit_log WHEN NEW.action = 'workflow.fire.refused' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+    const failedWrites = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const scheduled = await commandWorkflow(owner, "echo tick", { schedule: EVERY_SECOND, mode: "fresh" });
+      const refusals = () => world.platform.audit.query({ projectId: project.id, action: "workflow.fire.refused" });
+      await waitFor(() => failedWrites.mock.calls.length > 0, "a tick whose refusal could not be recorded");
+      sqlite.exec("DROP TRIGGER refusal_entry_fails");
+      await waitFor(() => refusals().length === 1, "the refusal recorded at a later tick");
+      expect(refusals()[0]).toMatchObject({ target: scheduled.id, detail: { code: "spend_limit_reached", limit: "runs", trigger: "schedule" } });
+    } finally {
+      failedWrites.mockRestore();
+    }
+  });
 });
