@@ -1,6 +1,6 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { ScreenMirror, type ParserThread } from "../screen/index.ts";
-import { randomToken } from "../platform/index.ts";
+import { randomToken, tooMany } from "../platform/index.ts";
 import { Blocklist, type LineVerdict } from "./blocklist.ts";
 import type { ControlMessage, ViewSink } from "./control-message.ts";
 import { foregroundDirectory, shellInForeground } from "./foreground-program.ts";
@@ -12,6 +12,9 @@ import type { ScratchDir } from "./scratch-dir.ts";
 import type { SessionKey } from "./session-key.ts";
 import { SessionViews, type View, type ViewOptions } from "./session-views.ts";
 import { TokenBucket } from "./token-bucket.ts";
+
+/** Execs one session runs at once; one more is refused with 429 `too_many_execs`. */
+export const MAX_EXECS_PER_SESSION = 8;
 
 /** What a session was created with; shown by list and create. */
 export interface SessionInfo {
@@ -181,9 +184,14 @@ export class PtySession {
 
   /**
    * Run an exec as this session's work: it counts as activity from start to
-   * end, and the signal it is given aborts when the session is destroyed.
+   * end, and the signal it is given aborts when the session is destroyed. At
+   * most MAX_EXECS_PER_SESSION run at once.
    */
   async runExec<T>(work: (closing: AbortSignal) => Promise<T>): Promise<T> {
+    // Each exec is a process tree until its timeout: a caller looping on exec must not fork without bound.
+    if (this.#execsRunning >= MAX_EXECS_PER_SESSION) {
+      throw tooMany("too_many_execs", `The session already runs ${MAX_EXECS_PER_SESSION} commands: try again when one has finished`);
+    }
     this.#execsRunning++;
     this.lastActivityAt = this.options.now();
     try {

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { MAX_EXECS_PER_SESSION } from "../../src/pty/index.ts";
 import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { groupAlive, isAlive } from "../helpers/workflows.ts";
@@ -391,6 +392,27 @@ describe("exec", () => {
     const answer = await running;
     expect({ status: answer.status, code: answer.body.error.code }).toEqual({ status: 409, code: "session_closed" });
     await waitFor(() => !isAlive(shell), "the exec's shell to die");
+  });
+
+  test(`a session runs at most ${MAX_EXECS_PER_SESSION} execs at once: one more is refused with 429 too_many_execs and audited, and a place freed is taken again`, async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "x" });
+    const started = world.tempDir("execs");
+    const release = join(started, "release");
+    // Each exec marks that it runs, then waits for the test to let it go.
+    const running = Array.from({ length: MAX_EXECS_PER_SESSION }, (_, i) =>
+      owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: `touch ${join(started, `run-${i}`)}; while [ ! -e ${release} ]; do sleep 0.05; done; echo done-${i}`, timeoutSeconds: 60 }),
+    );
+    await waitFor(() => readdirSync(started).length === MAX_EXECS_PER_SESSION, "every exec to run");
+    const refused = await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "echo one-too-many" });
+    expect({ status: refused.status, code: refused.body.error.code }).toEqual({ status: 429, code: "too_many_execs" });
+    writeFileSync(release, "");
+    expect((await Promise.all(running)).map((r) => r.body.output)).toEqual(Array.from({ length: MAX_EXECS_PER_SESSION }, (_, i) => `done-${i}\n`));
+    expect((await owner.client.post(`${TERMINAL}/sessions/x/exec`, { command: "echo again" })).body.output).toBe("again\n");
+    const errors = world.platform.audit.query({ projectId: project.id, action: "terminal.exec" }).filter((row) => row.detail?.error);
+    expect(errors.map((row) => row.detail?.error)).toEqual(["too_many_execs"]);
   });
 
   test("a missing session is refused; a caller without core.execute gets 403", async () => {
