@@ -13,6 +13,11 @@ import type { SessionKey } from "./session-key.ts";
 import { SessionViews, type View, type ViewOptions } from "./session-views.ts";
 import { TokenBucket } from "./token-bucket.ts";
 
+/** A resize over HTTP: its user's, judged against the input lease when it is applied. */
+export interface ResizeCaller {
+  userId: string;
+}
+
 /** Execs one session runs at once; one more is refused with 429 `too_many_execs`. */
 export const MAX_EXECS_PER_SESSION = 8;
 
@@ -103,7 +108,7 @@ export class PtySession {
   /** Set while a resize was applied less than RESIZE_INTERVAL_MS ago. */
   #resizeInterval: ReturnType<typeof setTimeout> | null = null;
   /** The latest resize asked for during that interval, applied when it ends. */
-  #pendingResize: { view: View | null; cols: number; rows: number } | null = null;
+  #pendingResize: { by: View | ResizeCaller; cols: number; rows: number } | null = null;
 
   constructor(private readonly options: PtySessionOptions) {
     this.key = options.key;
@@ -294,21 +299,29 @@ export class PtySession {
   }
 
   /**
-   * Resize from a view (lease holder only) or from the HTTP route (`view`
-   * null). Each size change costs the program a redraw and the parser thread
-   * every session shares a resize and new snapshots, so a session changes
-   * size at most once per RESIZE_INTERVAL_MS: a resize within that time of
-   * the last is held, and only the latest one held is applied when it is up
-   * (a window being dragged ends at the size it was let go at).
+   * Resize from a view (the lease holder only) or from a user over HTTP (while
+   * no other user's view holds the lease). Each size change costs the program
+   * a redraw and the parser thread every session shares a resize and new
+   * snapshots, so a session changes size at most once per RESIZE_INTERVAL_MS:
+   * a resize within that time of the last is held, and only the latest one
+   * held is applied when it is up (a window being dragged ends at the size it
+   * was let go at), if whoever asked may still resize then.
    */
-  resize(view: View | null, cols: number, rows: number): boolean {
-    if (this.#destroyed || (view && !this.views.mayDrive(view))) return false;
+  resize(by: View | ResizeCaller, cols: number, rows: number): boolean {
+    if (!this.#mayResize(by)) return false;
     if (this.#resizeInterval) {
-      this.#pendingResize = { view, cols, rows };
+      this.#pendingResize = { by, cols, rows };
       return true;
     }
     this.#applySize(cols, rows);
     return true;
+  }
+
+  #mayResize(by: View | ResizeCaller): boolean {
+    if (this.#destroyed) return false;
+    if ("id" in by) return this.views.mayDrive(by);
+    const holder = this.views.leaseHolder;
+    return !holder || holder.userId === by.userId;
   }
 
   #applySize(cols: number, rows: number): void {
@@ -325,8 +338,8 @@ export class PtySession {
     this.#resizeInterval = null;
     const pending = this.#pendingResize;
     this.#pendingResize = null;
-    // Held, not yet done: a view that lost the lease (or a session that ended) meanwhile no longer drives it.
-    if (!pending || this.#destroyed || (pending.view && !this.views.mayDrive(pending.view))) return;
+    // Held, not yet done: one who lost the lease to another (or a session that ended) meanwhile no longer sizes it.
+    if (!pending || !this.#mayResize(pending.by)) return;
     this.#applySize(pending.cols, pending.rows);
   }
 

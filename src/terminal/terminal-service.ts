@@ -164,11 +164,11 @@ export class TerminalService {
    */
   async resize(caller: ProjectCaller, sessionId: string, address: SessionAddress, cols: number, rows: number): Promise<void> {
     const session = await this.#drivable(caller, sessionId, address);
-    const holder = session.views.leaseHolder;
-    if (holder && holder.userId !== caller.user.id) {
+    // Refused now, or (a resize held for the session's resize interval) dropped if the lease moves to another user meanwhile.
+    if (!session.resize({ userId: caller.user.id }, cols, rows)) {
+      if (session.destroyed) throw conflict("session_closed", "Cannot resize: the session has ended");
       throw conflict("lease_held", "Cannot resize: another user's view holds this session's input and size (the input lease); take control in a view first");
     }
-    session.resize(null, cols, rows);
   }
 
   /** Run a command in the session's sandbox. */

@@ -278,7 +278,7 @@ describe("the terminal WebSocket", () => {
     const { owner, session } = await ownerRootSession(world);
     const terminal = await attached(world, owner, "s");
     const snapshotsBefore = terminal.controls.filter((c) => c.type === "snapshot").length;
-    for (let cols = 81; cols <= 110; cols++) session.resize(null, cols, 20 + (cols % 7));
+    for (let cols = 81; cols <= 110; cols++) session.resize({ userId: owner.user.id }, cols, 20 + (cols % 7));
     await terminal.control("resize", (c) => c.cols === 110);
     await runAndSee(terminal, "stty size; echo sized-$((1+1))", "sized-2");
     const resizes = terminal.controls.filter((c) => c.type === "resize").map((c) => `${c.cols}x${c.rows}`);
@@ -545,6 +545,25 @@ describe("a supervisor at someone else's keyboard", () => {
     await own.closed;
     // Nobody holds it once the owner's view left: the supervisor may size the session again.
     expect((await admin.client.post(`${TERMINAL}/sessions/s/resize?userId=${member.user.id}`, { cols: 100, rows: 30 })).status).toBe(200);
+  });
+
+  test("a user's HTTP resize held back in the interval is dropped when another user's view takes the lease before it is due", async () => {
+    await using world = await startWorld();
+    const { project, member, admin } = await sessionAnAdminSupervises(world);
+    const session = world.hatch.terminal.sessions.find({ userId: member.user.id, projectId: project.id, agentId: null, id: "s" })!;
+    const supervising = await attached(world, admin, "s", { userId: member.user.id });
+    const supervisorView = session.views.leaseHolder!;
+    const own = await attached(world, member, "s");
+    own.send({ type: "takeControl" });
+    await own.control("lease", (c) => c.you === true);
+    // Asked while the member's own view holds the lease: the first applies, the second is held for the interval.
+    expect(session.resize({ userId: member.user.id }, 100, 30)).toBe(true);
+    expect(session.resize({ userId: member.user.id }, 101, 31)).toBe(true);
+    expect(session.views.takeControl(supervisorView)).toBe(true);
+    await supervising.control("lease", (c) => c.you === true);
+    await Bun.sleep(150);
+    await runAndSee(supervising, "stty size; echo sized-$((1+1))", "sized-2");
+    expect({ size: [session.mirror.cols, session.mirror.rows], programSaw: supervising.output.includes("30 100") }).toEqual({ size: [100, 30], programSaw: true });
   });
 
   test("a supervisor attaching to an unwatched session holds its keyboard at once, and one handed it as the owner leaves: both are audited", async () => {
