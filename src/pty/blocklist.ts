@@ -156,7 +156,7 @@ export class Blocklist {
       const device = args.find((a) => BLOCK_DEVICE.test(normalizePath(a)));
       if (device && (program !== "cp" || device === args.at(-1))) return `raw write to block device ${device}`;
     }
-    return power(program, args) ?? killEverything(program, args);
+    return power(program, args) ?? killEverything(program, args) ?? keyBinding(program, args);
   }
 
   #paths(commands: SimpleCommand[], argvs: string[][], places: LinePlace[]): string | null {
@@ -186,6 +186,8 @@ function nestedScript(program: string, args: string[]): string | null {
   const runner = SCRIPT_RUNNERS[program];
   if (runner) return runner(args);
   if (program === "trap") return args.find((a) => !a.startsWith("-")) ?? null;
+  // `complete -C 'cmd' name` runs cmd at each Tab on that name, with no Enter to screen it.
+  if (program === "complete" || program === "compgen") return args.find((_, i) => args[i - 1] === "-C") ?? null;
   if (program === "alias") return args.map((a) => /^[^=]+=(.*)$/s.exec(a)?.[1]).filter((body) => body !== undefined).join("\n") || null;
   if (!SHELLS.has(program)) return null;
   const flag = args.findIndex((a) => /^-[a-zA-Z]*c[a-zA-Z]*$/.test(a));
@@ -271,9 +273,10 @@ function envSplitString(words: string[]): string | null {
 /**
  * Shell variables whose value the shell runs as a command line later, with
  * no Enter to screen it: `PROMPT_COMMAND` at each prompt, `PS0`-`PS4` when
- * shown (they expand `$(…)`). An assignment to one is judged by its value.
+ * shown, `MAILPATH`'s messages when a mail file changes (they expand `$(…)`).
+ * An assignment to one is judged by its value.
  */
-const CODE_VARIABLES = /^(PROMPT_COMMAND|PS[0-4])\+?=([\s\S]*)$/;
+const CODE_VARIABLES = /^(PROMPT_COMMAND|PS[0-4]|MAILPATH)\+?=([\s\S]*)$/;
 
 function recursiveDelete(args: string[], place: LinePlace): string | null {
   let recursive = false;
@@ -341,6 +344,26 @@ function power(program: string, args: string[]): string | null {
     const [verb = "", unit = ""] = operands;
     if (SYSTEMCTL_POWER.test(verb)) return `${verb} of the machine`;
     if ((verb === "isolate" || verb === "start") && POWER_TARGET.test(unit)) return `${unit.replace(".target", "")} of the machine`;
+  }
+  return null;
+}
+
+/**
+ * `bind` that ties a key to something: `-x` runs a command at the key, a
+ * `"\C-t": accept-line` or a macro ending in `\n` runs the line with no Enter
+ * for the screen to check, and `-f` reads such bindings from a file. Queries
+ * (`-p`, `-l`, `-q`…), unbinding (`-r`, `-u`) and `set` variables are let through.
+ */
+function keyBinding(program: string, args: string[]): string | null {
+  if (program !== "bind") return null;
+  const refused = "a key binding (bind), which can run a line or a command the screen never checks";
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (/^-[a-zA-Z]+$/.test(arg)) {
+      if (/[xf]/.test(arg)) return refused;
+      // These take a value: a keymap, a function name, a key sequence.
+      if (/[mqur]$/.test(arg)) i++;
+    } else if (!/^\s*set\s/.test(arg)) return refused;
   }
   return null;
 }

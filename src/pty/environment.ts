@@ -77,10 +77,13 @@ export function isSensitiveEnvName(name: string): boolean {
  * loader's variables, and GCONV_PATH and LOCPATH (modules and locale files
  * glibc loads into any program). HISTFILE too: the shell writes typed lines to
  * it, so it could turn them into a startup file or overwrite a file of the
- * data directory. A create body may never set them.
+ * data directory. And MAILPATH, whose messages bash expands (`$(…)` included)
+ * at a prompt once a named file changes, and bash-completion's
+ * BASH_COMPLETION_USER_FILE and BASH_COMPLETION_USER_DIR, scripts it sources
+ * at start or at a Tab. A create body may never set them.
  */
 const START_CODE_ENV =
-  /^(PROMPT_COMMAND|PS[0-4]|PROMPT[2-4]?|RPROMPT2?|RPS[12]|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|ZDOTDIR|HOME|XDG_CONFIG_HOME|XDG_DATA_DIRS|XDG_DATA_HOME|INPUTRC|BASH_FUNC_.+|LD_.+|GCONV_PATH|LOCPATH|HISTFILE)$/;
+  /^(PROMPT_COMMAND|PS[0-4]|PROMPT[2-4]?|RPROMPT2?|RPS[12]|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|ZDOTDIR|HOME|XDG_CONFIG_HOME|XDG_DATA_DIRS|XDG_DATA_HOME|INPUTRC|BASH_FUNC_.+|LD_.+|GCONV_PATH|LOCPATH|HISTFILE|MAILPATH|BASH_COMPLETION_USER_(FILE|DIR))$/;
 
 /**
  * What a caller who may not type (no core.execute) may still set: how their

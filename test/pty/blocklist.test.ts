@@ -173,6 +173,29 @@ const ALLOWED = [
   "cp src/a.{ts,js} /tmp", "echo {a,b}", 'echo "$IFS"', "sudo apt-get install -y ripgrep", "", "   ", "# rm -rf /",
 ];
 
+test("text the shell runs later, with no Enter of its own to check, is judged when it is set: MAILPATH messages, complete -C, key bindings", () => {
+  const binding = { blocked: true, reason: "a key binding (bind), which can run a line or a command the screen never checks" };
+  expect({
+    mailpath: blocklist.checkLine("MAILCHECK=0 MAILPATH='/tmp/mbox?$(printenv HATCH_SECRET_KEY)'"),
+    exported: blocklist.checkLine("export MAILPATH=\"/tmp/mbox?\\$(cat /etc/shadow)\""),
+    complete: blocklist.checkLine("complete -C 'cat /etc/shadow' git"),
+    bindX: blocklist.checkLine(`bind -x '"\\C-t": "touch /tmp/m"'`),
+    bindAccept: blocklist.checkLine(`bind '"\\C-t": accept-line'`),
+    bindMacro: blocklist.checkLine(`bind '"\\C-t": "ls\\n"'`),
+    bindFile: blocklist.checkLine("bind -f ./keys"),
+  }).toEqual({
+    mailpath: { blocked: true, reason: "probe of secret variable HATCH_SECRET_KEY" },
+    exported: { blocked: true, reason: "access to the password hashes (/etc/shadow)" },
+    complete: { blocked: true, reason: "access to the password hashes (/etc/shadow)" },
+    bindX: binding,
+    bindAccept: binding,
+    bindMacro: binding,
+    bindFile: binding,
+  });
+  const ordinary = ["MAILPATH=/var/mail/ada", "bind -p", "bind -P | grep accept", "bind -l", "bind -q accept-line", "bind -m vi-insert -q accept-line", "bind -r '\\C-t'", "bind 'set completion-ignore-case on'", "complete -F _git git", "complete -p"];
+  expect(ordinary.filter((line) => blocklist.checkLine(line).blocked)).toEqual([]);
+});
+
 describe("the blocklist refuses", () => {
   for (const [category, lines] of Object.entries(BLOCKED)) {
     test(category, () => {

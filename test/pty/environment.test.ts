@@ -72,7 +72,7 @@ describe("buildSessionEnv", () => {
   });
 
   test("extra never sets what makes the shell or the loader run code at start, even for a caller who types", () => {
-    const startCode = ["PROMPT_COMMAND", "PS0", "PS1", "PS4", "PROMPT", "RPROMPT", "RPS1", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "HOME", "XDG_CONFIG_HOME", "INPUTRC", "BASH_FUNC_ls%%", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "XDG_DATA_DIRS", "XDG_DATA_HOME", "GCONV_PATH", "LOCPATH", "HISTFILE"];
+    const startCode = ["PROMPT_COMMAND", "PS0", "PS1", "PS4", "PROMPT", "RPROMPT", "RPS1", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "HOME", "XDG_CONFIG_HOME", "INPUTRC", "BASH_FUNC_ls%%", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT", "XDG_DATA_DIRS", "XDG_DATA_HOME", "GCONV_PATH", "LOCPATH", "HISTFILE", "MAILPATH", "BASH_COMPLETION_USER_FILE", "BASH_COMPLETION_USER_DIR"];
     const extra = Object.fromEntries([...startCode, "EDITOR", "PS5", "ENVIRONMENT", "OLDPWD"].map((name) => [name, "x"]));
     const { env, dropped } = buildSessionEnv({ base: {}, scratch: "/s", extra, callerMayType: true });
     expect(dropped).toEqual(startCode);

@@ -482,6 +482,41 @@ describe("lines that would run past the screen", () => {
   });
 });
 
+describe("code handed to the shell through MAILPATH", () => {
+  test("a typed MAILPATH assignment is screened as a PROMPT_COMMAND one is: its message's $(…) runs at a later prompt", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const dir = world.tempDir("mail");
+    const mailFile = join(dir, "mbox");
+    writeFileSync(mailFile, "");
+    const marker = join(dir, "mailpath-ran");
+    // `eval 'touch …; cat /etc/shadow'` is refused; the same text as a mail message runs once the file changes.
+    terminal.type(`MAILCHECK=0 MAILPATH='${mailFile}?$(touch ${marker}; printenv HATCH_SECRET_KEY)'\r`);
+    await Bun.sleep(ECHO_WAIT_MS + 300);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    await Bun.sleep(1100);
+    writeFileSync(mailFile, "From someone\n");
+    await runAndSee(terminal, "echo later-$((6*7))", "later-42");
+    await runAndSee(terminal, "echo last-$((6*7))", "last-42");
+    expect({ ran: existsSync(marker), blocked: terminal.controls.some((c) => c.type === "blocked") }).toEqual({ ran: false, blocked: true });
+  });
+});
+
+describe("code bound to a key", () => {
+  test("`bind -x` text is screened as a command line of its own: it runs at its key, with no Enter to check", async () => {
+    await using world = await startWorld();
+    const { terminal } = await ownerAtContainerRoot(world);
+    const marker = join(world.tempDir("marker"), "bind-x-ran");
+    terminal.type(`bind -x '"\\C-t": "touch ${marker}; printenv HATCH_SECRET_KEY"'\r`);
+    await Bun.sleep(ECHO_WAIT_MS + 300);
+    await runAndSee(terminal, "echo after-$((6*7))", "after-42");
+    terminal.type("\x14");
+    await Bun.sleep(ECHO_WAIT_MS + 300);
+    await runAndSee(terminal, "echo last-$((6*7))", "last-42");
+    expect({ ran: existsSync(marker), blocked: terminal.controls.some((c) => c.type === "blocked") }).toEqual({ ran: false, blocked: true });
+  });
+});
+
 describe("the shell's working directory", () => {
   test("a relative path into the data dir is refused from its parent, whether the cd came in an earlier line or the same one", async () => {
     await using world = await startWorld();

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { MAX_EXECS_PER_SESSION } from "../../src/pty/index.ts";
 import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
@@ -267,6 +267,26 @@ describe("terminal sessions over HTTP", () => {
     expect(seen.body.output).not.toContain(marker);
     expect(seen.body.output).not.toContain("/nonexistent");
     await waitFor(async () => (await owner.client.get(`${TERMINAL}/sessions/m/read`)).body.lines?.some((line: string) => line.trim() !== ""), "the shell's first prompt");
+    expect(existsSync(marker)).toBe(false);
+  });
+
+  test("a caller who types cannot hand the shell code through MAILPATH either: bash expands its message (with $(…)) at a prompt, unscreened", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    const dir = world.tempDir("mail");
+    const mailFile = join(dir, "mbox");
+    writeFileSync(mailFile, "");
+    const marker = join(dir, "ran-from-mailpath");
+    // Typed, this line is refused (`access to the password hashes`); as a mail message it is never screened.
+    const env = { MAILCHECK: "0", MAILPATH: `${mailFile}?$(touch ${marker}; cat /etc/shadow > /dev/null)` };
+    expect((await createSession(owner.client, { sourceSlug: "container-root", id: "mail", env, shell: "/bin/bash" })).status).toBe(201);
+    const terminal = await attached(world, owner, "mail");
+    await runAndSee(terminal, "echo first-$((6*7))", "first-42");
+    // New mail arrives (any writer will do: another tab, a workflow run, a log the file names); the next prompt checks it.
+    await Bun.sleep(1100);
+    appendFileSync(mailFile, "From someone\n");
+    await runAndSee(terminal, "echo second-$((6*7))", "second-42");
+    await runAndSee(terminal, "echo third-$((6*7))", "third-42");
     expect(existsSync(marker)).toBe(false);
   });
 
