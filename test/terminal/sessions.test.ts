@@ -107,6 +107,49 @@ describe("terminal sessions over HTTP", () => {
     expect(scratchDirs(world.config.dataDir)).toEqual([]);
   });
 
+  test("a create with a bad id, a shell hatch does not offer, a size out of range or another user's namespace is refused with its code and spawns nothing", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const member = await world.signedIn(project, "member");
+    const refusals: [Record<string, unknown>, number, string][] = [
+      [{ id: "has space" }, 400, "invalid_session_id"],
+      [{ id: "x".repeat(65) }, 400, "invalid_request"],
+      [{ id: "dot.ted" }, 400, "invalid_session_id"],
+      [{ shell: "/usr/bin/python3" }, 400, "shell_not_allowed"],
+      [{ cols: 1 }, 400, "invalid_request"],
+      [{ cols: 1001 }, 400, "invalid_request"],
+      [{ rows: 0 }, 400, "invalid_request"],
+      [{ rows: 501 }, 400, "invalid_request"],
+    ];
+    for (const [body, status, code] of refusals) {
+      const answer = await createSession(owner.client, { sourceSlug: "container-root", ...body });
+      expect({ body, status: answer.status, code: answer.body.error?.code }).toEqual({ body, status, code });
+    }
+    // A supervisor addresses others' sessions with userId, but never creates one in their name.
+    const elsewhere = await owner.client.post(`${TERMINAL}/sessions?userId=${member.user.id}`, { sourceSlug: "container-root", id: "theirs" });
+    expect({ status: elsewhere.status, code: elsewhere.body.error?.code }).toEqual({ status: 403, code: "own_namespace_only" });
+    expect(world.hatch.terminal.sessions.count()).toBe(0);
+    expect(scratchDirs(world.config.dataDir)).toEqual([]);
+  });
+
+  test("an exec over 16 KiB or with a timeout outside 1-3600 s, and a read of lines outside 1-5000, are refused with 400 invalid_request", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "v" });
+    const marker = join(world.tempDir("exec"), "ran");
+    const refused = [
+      await owner.client.post(`${TERMINAL}/sessions/v/exec`, { command: `touch ${marker} #${"x".repeat(16 * 1024)}` }),
+      await owner.client.post(`${TERMINAL}/sessions/v/exec`, { command: `touch ${marker}`, timeoutSeconds: 0 }),
+      await owner.client.post(`${TERMINAL}/sessions/v/exec`, { command: `touch ${marker}`, timeoutSeconds: 3601 }),
+      await owner.client.get(`${TERMINAL}/sessions/v/read?lines=0`),
+      await owner.client.get(`${TERMINAL}/sessions/v/read?lines=5001`),
+    ];
+    expect(refused.map((r) => [r.status, r.body.error?.code])).toEqual(Array(5).fill([400, "invalid_request"]));
+    expect(existsSync(marker)).toBe(false);
+    expect((await owner.client.get(`${TERMINAL}/sessions/v/read?lines=5000`)).status).toBe(200);
+  });
+
   test("Container Root needs terminal.container: a member gets 403, an admin may", async () => {
     await using world = await startWorld();
     const project = await world.project();
