@@ -7,7 +7,8 @@ export type ControlMessage =
   | { type: "lease"; viewId: string | null; userId: string | null; you: boolean }
   | { type: "resize"; cols: number; rows: number }
   | { type: "blocked"; reason: string }
-  | { type: "countdown"; secondsLeft: number }
+  /** Seconds until an idle reap; null withdraws an earlier countdown (activity came, or the session is watched past its limit). */
+  | { type: "countdown"; secondsLeft: number | null }
   | { type: "notice"; message: string }
   | { type: "fullScreen"; active: boolean }
   | { type: "exit"; code: number | null; reason: string };

@@ -2,7 +2,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { ScreenMirror, type ParserThread } from "../screen/index.ts";
 import { randomToken, tooMany } from "../platform/index.ts";
 import { Blocklist, type LineVerdict } from "./blocklist.ts";
-import type { ControlMessage, ViewSink } from "./control-message.ts";
+import type { ViewSink } from "./control-message.ts";
 import { foregroundDirectory, shellInForeground } from "./foreground-program.ts";
 import { InputGuard } from "./input-guard.ts";
 import type { PtyProcess } from "./pty-process.ts";
@@ -109,6 +109,8 @@ export class PtySession {
   #resizeInterval: ReturnType<typeof setTimeout> | null = null;
   /** The latest resize asked for during that interval, applied when it ends. */
   #pendingResize: { by: View | ResizeCaller; cols: number; rows: number } | null = null;
+  /** Whether the views were last told of a coming idle reap (see `countdown`). */
+  #countingDown = false;
 
   constructor(private readonly options: PtySessionOptions) {
     this.key = options.key;
@@ -343,10 +345,16 @@ export class PtySession {
     this.#applySize(pending.cols, pending.rows);
   }
 
-  /** Send a control message to every view (countdown notices). */
-  announce(message: ControlMessage): void {
-    this.views.announce(message);
+  /**
+   * Tell every view how many seconds are left before an idle reap, or (null)
+   * that none is coming any more: a withdrawal goes out only after a countdown.
+   */
+  countdown(secondsLeft: number | null): void {
+    if (secondsLeft === null && !this.#countingDown) return;
+    this.#countingDown = secondsLeft !== null;
+    this.views.announce({ type: "countdown", secondsLeft });
   }
+
 
   /**
    * Resolves once the echo of keys already forwarded has arrived and the output

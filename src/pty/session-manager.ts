@@ -161,7 +161,7 @@ export class SessionManager {
   /**
    * The reaper: a session idle past Idle Shutdown with no view attached is
    * destroyed; a watched session never is. Views of a session nearing the limit
-   * get a countdown on the control channel. Settings are read at each sweep,
+   * get a countdown on the control channel, withdrawn once it no longer is. Settings are read at each sweep,
    * once per project (each project's Idle Shutdown applies to its sessions).
    */
   async sweep(): Promise<string[]> {
@@ -183,7 +183,10 @@ export class SessionManager {
         await this.destroy(session.key, "The session was closed after being idle");
         this.options.onEnded?.(session, { cause: "idle" });
       } else if (idle >= idleMs - countdownMs && idle < idleMs) {
-        session.announce({ type: "countdown", secondsLeft: Math.max(0, Math.ceil((idleMs - idle) / 1000)) });
+        session.countdown(Math.max(0, Math.ceil((idleMs - idle) / 1000)));
+      } else {
+        // Used again, or watched past the limit: the reap the views were counting down to is not coming.
+        session.countdown(null);
       }
     }
     return reaped;

@@ -41,6 +41,34 @@ describe("the reaper", () => {
     expect(readdirSync(scratch)).toEqual([]);
   });
 
+  test("a countdown is withdrawn (secondsLeft null) once the session is used again, and once it is watched past its limit", async () => {
+    let now = Date.now();
+    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
+    const owner = await world.signedIn(await world.project(), "owner");
+    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const view = await attached(world, owner, "s");
+    const { sessions } = world.hatch.terminal;
+    const countdowns = () => view.controls.filter((c) => c.type === "countdown").map((c) => c.secondsLeft);
+
+    now += 4.5 * 60_000;
+    await sessions.sweep();
+    await waitFor(() => countdowns().length === 1, "the countdown");
+    // The user types: the clock starts again, and the next sweep says no reap is coming.
+    await runAndSee(view, "echo back-$((6*7))", "back-42");
+    await sessions.sweep();
+    await waitFor(() => countdowns().length === 2, "the withdrawal");
+    // Nothing more to withdraw while nothing is counted down.
+    await sessions.sweep();
+    now += 4.5 * 60_000;
+    await sessions.sweep();
+    // Watched past the limit: it is not reaped, so its countdown is withdrawn too.
+    now += 60_000;
+    await sessions.sweep();
+    await runAndSee(view, "echo still-$((6*7))", "still-42");
+    expect(countdowns()).toEqual([30, null, 30, null]);
+  });
+
   test("a connection whose client vanished without closing (it answers no ping) is dropped, so its idle session is reaped; one that answers keeps its view", async () => {
     let now = Date.now();
     await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000, heartbeatMs: 50 });
