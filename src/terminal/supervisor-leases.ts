@@ -22,6 +22,8 @@ export class SupervisorLeases {
   #attached = false;
   #heldAtAttach = false;
   #takingControl = false;
+  /** Whose view held the lease as last told to this view. */
+  #holderUserId: string | null = null;
 
   constructor(
     private readonly platform: Platform,
@@ -33,8 +35,11 @@ export class SupervisorLeases {
   told(message: ControlMessage): void {
     if (message.type !== "lease") return;
     const gained = message.you && !this.#holding;
+    const previousHolder = this.#holderUserId;
     this.#holding = message.you;
-    if (!gained) return;
+    this.#holderUserId = message.userId;
+    // From another view of the same person (a reconnect, a second tab): they already had the keyboard.
+    if (!gained || previousHolder === this.caller.user.id) return;
     // At attach the lease is sent before the attach entry is written: it follows that entry.
     if (!this.#attached) this.#heldAtAttach = true;
     else this.#audit(this.#takingControl ? "take_control" : "handed_on");

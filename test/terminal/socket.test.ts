@@ -583,4 +583,20 @@ describe("a supervisor at someone else's keyboard", () => {
       { userId: admin.user.id, via: "handed_on", sessionUserId: member.user.id },
     ]);
   });
+
+  test("a supervisor's keyboard moving between their own views (a reconnect, a second tab taking control) is not a new lease entry: they held it already", async () => {
+    await using world = await startWorld();
+    const { project, member, admin } = await sessionAnAdminSupervises(world);
+    const first = await attached(world, admin, "s", { userId: member.user.id });
+    await first.control("lease", (c) => c.you === true);
+    // The tab reconnects before its old connection is found gone: the lease passes to the new one as the old closes.
+    const reconnected = await attached(world, admin, "s", { userId: member.user.id });
+    await reconnected.control("lease", (c) => c.you === false);
+    first.close();
+    await reconnected.control("lease", (c) => c.you === true);
+    const second = await attached(world, admin, "s", { userId: member.user.id });
+    second.send({ type: "takeControl" });
+    await second.control("lease", (c) => c.you === true);
+    expect(leaseEntries(world, project.id)).toEqual([{ userId: admin.user.id, via: "attach", sessionUserId: member.user.id }]);
+  });
 });
