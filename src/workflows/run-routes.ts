@@ -2,6 +2,7 @@ import { Elysia, t } from "elysia";
 import { parseJsonRequest, requireJsonBody, requireObjectBody, sessionTokenOf, type Platform } from "../platform/index.ts";
 import { manageableWorkflow, workflowCaller } from "./routes.ts";
 import type { WorkflowsPart } from "./workflows-part.ts";
+import { FINISHED_STATUSES } from "./runs.ts";
 
 /** Longest page of runs one read returns. */
 export const MAX_RUNS_PAGE = 200;
@@ -58,8 +59,11 @@ export function runRoutes(options: { platform: Platform; part: WorkflowsPart }) 
     .post("/:id/runs/:runId/cancel", async ({ params, caller }) => {
       const workflow = manageableWorkflow(part, caller, params.id);
       const run = part.runs.require(workflow.id, params.runId);
-      const cancelled = await part.engine.cancel(run.id);
-      platform.audit.write({ action: "workflow.run.cancel", userId: caller.user.id, projectId: caller.project.id, target: run.id, detail: { workflowId: workflow.id, phase: cancelled.cancelled } });
-      return cancelled;
+      // Recorded as it is asked, with the status the run had, before anything stops: a process killed cannot be
+      // undone, so a cancel whose entry cannot be written stops nothing (500). A finished run is refused (409) unrecorded.
+      if (!FINISHED_STATUSES.includes(run.status)) {
+        platform.audit.write({ action: "workflow.run.cancel", userId: caller.user.id, projectId: caller.project.id, target: run.id, detail: { workflowId: workflow.id, status: run.status } });
+      }
+      return part.engine.cancel(run.id);
     });
 }

@@ -52,6 +52,33 @@ describe("the life of a run", () => {
     expect(again.body.error.code).toBe("run_finished");
   });
 
+  test("a cancel is audited as it is asked (workflow.run.cancel, with the run's status then); one whose entry cannot be written stops nothing (500)", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const member = await memberWithBareRuns(world, project);
+    const dir = traceDir(world);
+    const workflow = await commandWorkflow(member, blocking(dir));
+    const { token } = await issueToken(member.client, workflow.id);
+    const runId = (await fire(world, workflow.id, token)).body.runId;
+    await waitFor(() => existsSync(join(dir, `${runId}.started`)), "the command to start");
+    world.hatch.sqlite.exec("CREATE TRIGGER cancel_entry_fails BEFORE INSERT ON audit_log WHEN NEW.action = 'workflow.run.cancel' BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END");
+    const logged = spyOn(console, "error").mockImplementation(() => {});
+    try {
+      expect((await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`)).status).toBe(500);
+    } finally {
+      logged.mockRestore();
+    }
+    expect((await member.client.get(`/api/workflows/${workflow.id}/runs/${runId}`)).body.status).toBe("running");
+    expect(isAlive(Number(readFileSync(join(dir, `${runId}.started`), "utf8")))).toBe(true);
+    world.hatch.sqlite.exec("DROP TRIGGER cancel_entry_fails");
+    expect((await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`)).body).toMatchObject({ status: "cancelled", cancelled: "while-working" });
+    // A run already finished is refused, and nothing more is recorded.
+    expect((await member.client.post(`/api/workflows/${workflow.id}/runs/${runId}/cancel`)).status).toBe(409);
+    expect(world.platform.audit.query({ projectId: project.id, action: "workflow.run.cancel" }).map((e) => ({ userId: e.userId, target: e.target, detail: e.detail }))).toEqual([
+      { userId: member.user.id, target: runId, detail: { workflowId: workflow.id, status: "running" } },
+    ]);
+  });
+
   test("a cancel that lands after the command answered and exited (its scratch still being removed) is 409: the run succeeded", async () => {
     await using world = await startWorld();
     const member = await memberWithBareRuns(world, await world.project());
