@@ -177,12 +177,11 @@ export const adminCommands: Command[] = [
         const p = requireProject(platform, str(v, "project"));
         const role = str(v, "role");
         if (role === "owner") throw forbidden("owner_immutable", "The owner role always holds every feature");
-        platform.audit.recorded(() => platform.roles[verb](p.id, role, str(v, "feature")), {
-          action: `role.${verb}`,
-          projectId: p.id,
-          target: role,
-          detail: { feature: str(v, "feature"), via: "cli" },
-        });
+        // A grant the role held already (a revoke of one it did not) changes nothing, and records nothing.
+        platform.audit.recorded(
+          () => platform.roles[verb](p.id, role, str(v, "feature")),
+          (changed) => (changed ? { action: `role.${verb}`, projectId: p.id, target: role, detail: { feature: str(v, "feature"), via: "cli" } } : null),
+        );
         return { project: p.slug, role, features: [...platform.roles.featuresOf(p.id, role)].sort() };
       },
       human: (r) => {
@@ -290,10 +289,11 @@ export const adminCommands: Command[] = [
     run: async (ctx, v, [key]) => {
       const platform = await ctx.platform();
       const projectId = settingScope(platform, v);
-      return platform.audit.recorded(
+      const { setting } = platform.audit.recorded(
         () => platform.settings.clear(key!, projectId),
-        (setting) => ({ action: "settings.clear", projectId, target: key!, detail: { value: setting.value, scope: setting.scope, via: "cli" } }),
+        ({ setting, cleared }) => (cleared ? { action: "settings.clear", projectId, target: key!, detail: { value: setting.value, scope: setting.scope, via: "cli" } } : null),
       );
+      return setting;
     },
     human: (r) => settingLine(r as SettingView, false),
   },

@@ -82,14 +82,21 @@ export class Audit {
       .immediate();
   }
 
-  /** `recorded` for a member's change in their project: the entry names them, the project, and what `describe` says of the result. */
+  /**
+   * `recorded` for a member's change in their project: the entry names them,
+   * the project, and what `describe` says of the result (null: nothing changed,
+   * so nothing is written).
+   */
   recordedBy<T>(
     caller: { user: { id: string }; project: { id: string } },
     action: string,
     change: () => T,
-    describe: (result: T) => Pick<AuditEntryInput, "target" | "detail" | "agentId">,
+    describe: (result: T) => Pick<AuditEntryInput, "target" | "detail" | "agentId"> | null,
   ): T {
-    return this.recorded(change, (result) => ({ action, userId: caller.user.id, projectId: caller.project.id, ...describe(result) }));
+    return this.recorded(change, (result) => {
+      const described = describe(result);
+      return described && { action, userId: caller.user.id, projectId: caller.project.id, ...described };
+    });
   }
 
   /** Newest first, filtered by action and time. */

@@ -58,33 +58,38 @@ export class Roles {
   }
 
   /**
-   * Grant a feature to a role (idempotent). `grantor` is the grants of the
-   * member asking, when one does (the CLI on the server is the operator and
-   * passes none): they may only hand out a feature they hold themselves.
+   * Grant a feature to a role (idempotent: false when the role held it
+   * already). `grantor` is the grants of the member asking, when one does
+   * (the CLI on the server is the operator and passes none): they may only
+   * hand out a feature they hold themselves.
    */
-  grant(projectId: string, role: string, feature: string, grantor?: ReadonlySet<string>): void {
+  grant(projectId: string, role: string, feature: string, grantor?: ReadonlySet<string>): boolean {
     this.#requireRole(projectId, role);
     if (!isFeatureName(feature)) throw badRequest("invalid_feature", `Cannot grant: "${feature}" is not a valid feature name`);
     // The wildcard is the owner's alone (every feature, exec.unconfined included): an admin granting it would outrank themselves.
     if (feature === WILDCARD) throw forbidden("wildcard_owner_only", `Cannot grant "${WILDCARD}": only the owner role holds every feature; grant features by name`);
     requireHeld(grantor, feature, "grant");
     requireCombinationHeld(grantor, role, feature, this.featuresOf(projectId, role));
-    this.db.insert(roleFeatures).values({ projectId, role, feature }).onConflictDoNothing().run();
-    this.changes.notify({ projectId });
+    const granted = this.db.insert(roleFeatures).values({ projectId, role, feature }).onConflictDoNothing().returning({ feature: roleFeatures.feature }).all().length > 0;
+    if (granted) this.changes.notify({ projectId });
+    return granted;
   }
 
-  /** Take a feature away from a role (idempotent); `grantor` as for `grant`. */
-  revoke(projectId: string, role: string, feature: string, grantor?: ReadonlySet<string>): void {
+  /** Take a feature away from a role (idempotent: false when it did not hold it); `grantor` as for `grant`. */
+  revoke(projectId: string, role: string, feature: string, grantor?: ReadonlySet<string>): boolean {
     this.#requireRole(projectId, role);
     // What no grant can be is refused as its grant is, not answered (and audited) as a revoke that happened.
     if (!isFeatureName(feature)) throw badRequest("invalid_feature", `Cannot revoke: "${feature}" is not a valid feature name`);
     if (feature === WILDCARD) throw forbidden("wildcard_owner_only", `Cannot revoke "${WILDCARD}": only the owner role holds every feature, and it always does`);
     requireHeld(grantor, feature, "revoke");
-    this.db
-      .delete(roleFeatures)
-      .where(and(eq(roleFeatures.projectId, projectId), eq(roleFeatures.role, role), eq(roleFeatures.feature, feature)))
-      .run();
-    this.changes.notify({ projectId });
+    const revoked =
+      this.db
+        .delete(roleFeatures)
+        .where(and(eq(roleFeatures.projectId, projectId), eq(roleFeatures.role, role), eq(roleFeatures.feature, feature)))
+        .returning({ feature: roleFeatures.feature })
+        .all().length > 0;
+    if (revoked) this.changes.notify({ projectId });
+    return revoked;
   }
 
   /** The features granted to a role. */

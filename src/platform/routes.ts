@@ -204,10 +204,11 @@ function projectRoutes(platform: Platform) {
     )
     .delete("/api/settings/:key", ({ params, caller }) => {
       requireProjectAdmin(caller);
-      return platform.audit.recordedBy(caller, "settings.clear", () => platform.settings.clear(params.key, caller.project.id), (setting) => ({
-        target: params.key,
-        detail: { value: setting.value, scope: setting.scope },
-      }));
+      const { setting } = platform.audit.recordedBy(caller, "settings.clear", () => platform.settings.clear(params.key, caller.project.id), ({ setting, cleared }) =>
+        // Nothing was set at the project's level: nothing changed, and nothing is recorded.
+        cleared ? { target: params.key, detail: { value: setting.value, scope: setting.scope } } : null,
+      );
+      return setting;
     })
     .get(
       "/api/audit",
@@ -244,14 +245,14 @@ function projectRoutes(platform: Platform) {
       ({ params, caller }) => {
         requireGrantEditor(caller.role, params.role);
         const grant = () => platform.roles.grant(caller.project.id, params.role, params.feature, caller.features);
-        platform.audit.recordedBy(caller, "role.grant", grant, () => ({ target: params.role, detail: { feature: params.feature } }));
+        platform.audit.recordedBy(caller, "role.grant", grant, (granted) => (granted ? { target: params.role, detail: { feature: params.feature } } : null));
         return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
       },
     )
     .delete("/api/roles/:role/features/:feature", ({ params, caller }) => {
       requireGrantEditor(caller.role, params.role);
       const revoke = () => platform.roles.revoke(caller.project.id, params.role, params.feature, caller.features);
-      platform.audit.recordedBy(caller, "role.revoke", revoke, () => ({ target: params.role, detail: { feature: params.feature } }));
+      platform.audit.recordedBy(caller, "role.revoke", revoke, (revoked) => (revoked ? { target: params.role, detail: { feature: params.feature } } : null));
       return { role: params.role, features: [...platform.roles.featuresOf(caller.project.id, params.role)].sort() };
     })
     .get("/api/packages/:package/access", ({ params, caller }) => {

@@ -89,12 +89,17 @@ export class Settings {
     return this.#view(known, projectId);
   }
 
-  /** Drop the value stored at the project's level (or server-wide), so the next level applies; the setting as it is then. */
-  clear(key: string, projectId: string | null): SettingView {
+  /**
+   * Drop the value stored at the project's level (or server-wide), so the next
+   * level applies: the setting as it is then, and whether a value was dropped.
+   */
+  clear(key: string, projectId: string | null): { setting: SettingView; cleared: boolean } {
     const known = requireKey(key);
-    if (projectId === null) this.db.delete(settings).where(eq(settings.key, known)).run();
-    else this.db.delete(projectSettings).where(and(eq(projectSettings.projectId, projectId), eq(projectSettings.key, known))).run();
-    return this.#view(known, projectId);
+    const dropped =
+      projectId === null
+        ? this.db.delete(settings).where(eq(settings.key, known)).returning({ key: settings.key }).all()
+        : this.db.delete(projectSettings).where(and(eq(projectSettings.projectId, projectId), eq(projectSettings.key, known))).returning({ key: projectSettings.key }).all();
+    return { setting: this.#view(known, projectId), cleared: dropped.length > 0 };
   }
 
   #view(key: SettingKey, projectId: string | null): SettingView {

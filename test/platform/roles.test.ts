@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { hatchCli } from "../helpers/cli.ts";
 import { TERMINAL, createSession } from "../helpers/terminal.ts";
 import { startWorld } from "../helpers/world.ts";
 
@@ -41,3 +42,21 @@ describe("what an admin's grants can add up to", () => {
     expect((await admin.client.put("/api/roles/member/features/terminal.supervise")).status).toBe(200);
   });
 });
+
+describe("grants that change nothing", () => {
+  test("granting a feature a role holds, or revoking one it lacks, over HTTP or the CLI, answers as before and writes no audit entry", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    expect((await owner.client.put("/api/roles/member/features/terminal.supervise", {})).status).toBe(200);
+    const again = await owner.client.put("/api/roles/member/features/terminal.supervise", {});
+    expect({ status: again.status, holds: again.body.features.includes("terminal.supervise") }).toEqual({ status: 200, holds: true });
+    expect((await owner.client.delete("/api/roles/member/features/terminal.supervise")).status).toBe(200);
+    expect((await owner.client.delete("/api/roles/member/features/terminal.supervise")).status).toBe(200);
+    await hatchCli(world.config.dataDir, ["admin", "grant", "--project", project.slug, "--role", "member", "--feature", "core.execute"]);
+    await hatchCli(world.config.dataDir, ["admin", "revoke", "--project", project.slug, "--role", "member", "--feature", "terminal.native"]);
+    const entries = [...world.platform.audit.query({ projectId: project.id, action: "role.grant" }), ...world.platform.audit.query({ projectId: project.id, action: "role.revoke" })];
+    expect(entries.map((e) => `${e.action} ${e.target} ${(e.detail as { feature: string }).feature}`)).toEqual(["role.grant member terminal.supervise", "role.revoke member terminal.supervise"]);
+  });
+});
+

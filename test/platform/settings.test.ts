@@ -60,13 +60,14 @@ describe("platform settings", () => {
     expect(dropped.status).toBe(200);
     expect(dropped.body).toMatchObject({ key: "terminalExecTimeoutSeconds", value: 90, scope: "server" });
     expect(await timeout()).toMatchObject({ value: 90, scope: "server" });
-    // Dropping what is not set changes nothing and says what is in force.
+    // Dropping what is not set changes nothing, says what is in force, and records nothing.
     expect((await admin.client.delete("/api/settings/terminalExecTimeoutSeconds")).body).toMatchObject({ value: 90, scope: "server" });
     const audit = await admin.client.get("/api/audit?action=settings.clear");
-    expect(audit.body.entries.map((e: { target: string; detail: unknown }) => [e.target, e.detail])).toEqual([
-      ["terminalExecTimeoutSeconds", { value: 90, scope: "server" }],
-      ["terminalExecTimeoutSeconds", { value: 90, scope: "server" }],
-    ]);
+    expect(audit.body.entries.map((e: { target: string; detail: unknown }) => [e.target, e.detail])).toEqual([["terminalExecTimeoutSeconds", { value: 90, scope: "server" }]]);
+    // So does the CLI: one server-wide value dropped, then nothing to drop.
+    expect((await hatchCli(world.config.dataDir, ["admin", "setting", "unset", "terminalExecTimeoutSeconds", "--json"])).json()).toMatchObject({ value: 30, scope: "default" });
+    expect((await hatchCli(world.config.dataDir, ["admin", "setting", "unset", "terminalExecTimeoutSeconds", "--json"])).json()).toMatchObject({ value: 30, scope: "default" });
+    expect(world.platform.audit.query({ action: "settings.clear" }).filter((e) => e.projectId === null)).toHaveLength(1);
     expect((await admin.client.delete("/api/settings/noSuchSetting")).body.error.code).toBe("unknown_setting");
   });
 
