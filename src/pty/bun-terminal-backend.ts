@@ -1,9 +1,8 @@
 import type { PtyBackend, PtyProcess } from "./pty-process.ts";
+import { ptySlaveOf, stopPtyOutput } from "./tty-flow.ts";
 
 /** termios c_iflag bit: output flow control by ^S/^Q (Linux value). */
 const IXON = 0o2000;
-const XOFF = "\x13";
-const XON = "\x11";
 
 /**
  * The default PTY backend: Bun's built-in terminal (`Bun.spawn({ terminal })`).
@@ -12,10 +11,12 @@ const XON = "\x11";
  * 8 ms, which alone misses the echo latency target; bench/terminal.ts prints both).
  *
  * Pausing uses the tty's own flow control: while the program leaves IXON on
- * (shells, `yes`, `cat`, compilers), an XOFF written to the master stops the
- * line discipline, which blocks the producer's write() — real backpressure. A
- * program that turns IXON off (vim, less, htop) would read ^S as a key, so then
- * `pause` answers false and the caller cuts the view over to a snapshot.
+ * (shells, `yes`, `cat`, compilers), the tty's output is stopped with
+ * tcflow(TCOOFF) on its slave (see tty-flow.ts), which blocks the producer's
+ * write() — real backpressure — and puts no ^S or ^Q on the line. A program
+ * that turned IXON off (vim, less, htop) is not paused: `pause` answers false
+ * and the caller cuts the view over to a snapshot. One that turns it off while
+ * paused stays paused until `resume`.
  */
 export const bunTerminalBackend: PtyBackend = (options) => {
   const proc = Bun.spawn(options.argv, {
@@ -29,7 +30,9 @@ export const bunTerminalBackend: PtyBackend = (options) => {
     },
   });
   const terminal = proc.terminal!;
-  let paused = false;
+  // Read now, while the program surely has its tty on stdin.
+  const slave = ptySlaveOf(proc.pid);
+  let restart: (() => void) | null = null;
   const process: PtyProcess = {
     pid: proc.pid,
     write: (data) => {
@@ -39,17 +42,16 @@ export const bunTerminalBackend: PtyBackend = (options) => {
       if (!terminal.closed) terminal.resize(cols, rows);
     },
     pause: () => {
-      if (terminal.closed) return false;
-      if (paused) return true;
+      if (terminal.closed || slave === null) return false;
+      if (restart) return true;
       if ((terminal.inputFlags & IXON) === 0) return false;
-      terminal.write(XOFF);
-      paused = true;
-      return true;
+      restart = stopPtyOutput(slave);
+      return restart !== null;
     },
     resume: () => {
-      if (!paused) return;
-      paused = false;
-      if (!terminal.closed) terminal.write(XON);
+      const held = restart;
+      restart = null;
+      held?.();
     },
     kill: (signal = "SIGHUP") => {
       try {
@@ -60,6 +62,8 @@ export const bunTerminalBackend: PtyBackend = (options) => {
       }
     },
     exited: proc.exited.then(async (code) => {
+      // A child the program left may still write to a paused tty: let it go, and close the slave held for the pause.
+      process.resume();
       // Let the reader deliver what the program wrote just before exiting.
       await Bun.sleep(EXIT_DRAIN_MS);
       terminal.close();

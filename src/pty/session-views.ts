@@ -5,10 +5,9 @@ import { ACK_EVERY_BYTES, HIGH_WATERMARK_BYTES, LOW_WATERMARK_BYTES } from "./fl
 /** How often a lagging view's connection is looked at while it drains. */
 const DRAIN_POLL_MS = 50;
 /**
- * What a paused PTY may still hand over (its kernel buffer), with room to spare.
- * On a busy machine the XOFF lands later, when the kernel's tty worker runs
- * (measured here: up to 60 ms and megabytes after it was written); a holder
- * whose connection backs up past this meanwhile is cut over to a snapshot.
+ * What a paused PTY may still hand over (its kernel buffer, and reads already
+ * queued on the event loop), with room to spare; a holder whose connection
+ * backs up past this meanwhile is cut over to a snapshot.
  */
 const PAUSED_SPILL_BYTES = HIGH_WATERMARK_BYTES;
 /** What an honest connection may hold beyond the output it has not acked: control messages. */
@@ -336,7 +335,7 @@ export class SessionViews {
     // more queued here (beyond its last snapshot) than it has not acked, give or take frame headers
     // and control messages. The holder's unacked output can pass the watermark, as a paused PTY still
     // hands over its kernel buffer, and must not get it cut off; but that credit is capped, so a pause
-    // that does not hold (the program cleared IXON after it) cannot queue output without bound for a
+    // that does not hold (a backend that cannot pause) cannot queue output without bound for a
     // holder that reads nothing.
     const queued = view.sink.buffered() - view.snapshotAllowance;
     const owed = Math.min(view.unacked, HIGH_WATERMARK_BYTES + PAUSED_SPILL_BYTES);

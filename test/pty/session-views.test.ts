@@ -219,7 +219,7 @@ describe("session views", () => {
   });
 
   test("a holder that reads nothing cannot make the server queue without bound when the PTY's pause does not hold", async () => {
-    // It neither reads nor acks; the program cleared IXON after the pause, so output keeps coming.
+    // It neither reads nor acks, and the pause does not hold (the fake PTY goes on), so output keeps coming.
     const { sink, holder, pauses } = await holderSent(200);
     expect(pauses).toEqual(["pause"]);
     expect(holder.lagging).toBe(true);
@@ -227,8 +227,8 @@ describe("session views", () => {
   });
 
   test("a holder cut off while its pause lands late is caught up by snapshot once it has read what was queued, and gets live output again", async () => {
-    // The XOFF takes effect only when the kernel's tty worker runs: on a busy machine megabytes arrive after the pause,
-    // more than the holder's connection may hold (bench/terminal.ts sees this with its client on the server's event loop).
+    // Output the PTY and the event loop held when the pause came still arrives, which can be more than the holder's
+    // connection may hold (bench/terminal.ts sees this with its client on the server's event loop).
     const { set, sink, holder, pauses } = await holderSent(200);
     expect(holder.lagging).toBe(true);
     // The client reads everything queued and acks it: the PTY resumes, and the view is sent the screen it skipped.

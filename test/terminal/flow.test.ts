@@ -99,3 +99,39 @@ describe("flow control", () => {
     expect(await session.mirror.readLines(5)).toContain("stopped-64");
   }, 60_000);
 });
+
+describe("pausing the PTY puts no key on the line", () => {
+  /**
+   * As the lease holder who acks nothing yet, run `line` (a burst past the high watermark, then `then`, then
+   * `cat -v`, which shows a control key it reads as ^X); once the burst has reached the holder and the server
+   * paused the PTY, wait a while (the program goes on where it writes nothing), then ack (the PTY resumes),
+   * type a line, and answer what the holder was shown (a catch-up snapshot may stand for some of it).
+   */
+  async function pauseAndResume(then: string, before = "") {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "p" });
+    const holder = await attached(world, owner, "p", { autoAck: false });
+    holder.ack();
+    const start = holder.output.length;
+    holder.type(`${before}head -c ${HIGH_WATERMARK_BYTES + 20_000} /dev/zero | tr '\\0' y; ${then}; echo; echo ready-$((1+2)); cat -v\r`);
+    await waitFor(() => holder.output.length - start >= HIGH_WATERMARK_BYTES, "the burst to reach the holder");
+    await Bun.sleep(1500);
+    holder.ack();
+    await holder.sees(/ready-3/, 15_000);
+    holder.type("typed\r");
+    await holder.sees(/typed\r?\n[^]*typed/, 10_000);
+    return holder.output;
+  }
+
+  test("a program that turns tty flow control off while the PTY is paused (as vim does as it starts) reads no stray ^Q when it resumes", async () => {
+    const shown = await pauseAndResume("stty -ixon; sleep 1");
+    // The tty echoes a control key as ^X, and cat -v prints it so: the line cat read is the one typed.
+    expect({ strayKeys: shown.match(/\^[QS]/g) ?? [], catRead: shown.endsWith("typed\r\ntyped\r\n") }).toEqual({ strayKeys: [], catRead: true });
+  }, 40_000);
+
+  test("a tty whose stop and start characters were changed (`stty stop undef start undef`, to free Ctrl+S for history search) reads no ^S or ^Q", async () => {
+    const shown = await pauseAndResume("sleep 1", "stty stop undef start undef; ");
+    expect({ strayKeys: shown.match(/\^[QS]/g) ?? [], catRead: shown.endsWith("typed\r\ntyped\r\n") }).toEqual({ strayKeys: [], catRead: true });
+  }, 40_000);
+});
