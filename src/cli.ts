@@ -16,7 +16,8 @@ const code = await runCli(process.argv.slice(2), commands, {
       await hatch.stop();
       process.exit(0);
     };
-    for (const signal of ["SIGINT", "SIGTERM"] as const) process.on(signal, shutdown);
+    // SIGHUP too: the terminal or ssh session running hatch in the foreground closed, which must not kill it on the spot.
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) process.on(signal, shutdown);
     await new Promise(() => {});
   },
 });

@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync, type Stats } from "node:fs";
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, realpathSync, statSync, type Stats } from "node:fs";
 import { join } from "node:path";
 import { openDatabase, type OpenDatabase } from "./database.ts";
 
@@ -9,6 +9,8 @@ export const PRIVATE_DIR = 0o700;
 export const PRIVATE_FILE = 0o600;
 /** Group and other permission bits. */
 const OTHERS = 0o077;
+const STICKY = 0o1000;
+const WRITABLE_BY_ALL = 0o002;
 
 /**
  * Make the data dir private and open its database. A data dir an operator made
@@ -18,11 +20,26 @@ const OTHERS = 0o077;
  */
 export function openDataDir(dataDir: string): OpenDatabase & { narrowed: string[] } {
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR });
+  const shared = sharedDirectory(dataDir);
+  if (shared) throw new Error(`${dataDir} is ${shared}: other users share it, and hatch would take it over; give HATCH_DATA_DIR a directory of its own`);
   const path = join(dataDir, DATABASE_FILE);
   // Created owner-only before SQLite sees it: SQLite would create it 0644 under the usual umask.
   if (!existsSync(path)) closeSync(openSync(path, "a", PRIVATE_FILE));
   const narrowed = [dataDir, path, `${path}-wal`, `${path}-shm`].filter(narrowToOwner);
   return { ...openDatabase(path), narrowed };
+}
+
+/**
+ * Why `dir` is a directory other users share (`/`, a sticky one such as
+ * /tmp, or one every user may write), or null. Narrowing it to its owner, as
+ * a data dir is, would lock them out of it.
+ */
+function sharedDirectory(dir: string): string | null {
+  const mode = statSync(dir).mode;
+  if (realpathSync(dir) === "/") return "the root directory";
+  if (mode & STICKY) return "a sticky directory (as /tmp is)";
+  if (mode & WRITABLE_BY_ALL) return "writable by every user";
+  return null;
 }
 
 /**

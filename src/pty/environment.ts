@@ -54,6 +54,14 @@ export const SENSITIVE_ENV_PATTERNS: readonly RegExp[] = [
 ];
 
 /**
+ * A value that is a URL with a password in it (`postgres://app:s3cret@db/app`,
+ * `rediss://:s3cret@cache`), whatever its variable is called: platforms set
+ * many beside DATABASE_URL (POSTGRES_URL_NON_POOLING, DIRECT_URL,
+ * CELERY_BROKER_URL, PIP_INDEX_URL, a proxy's credentials).
+ */
+const URL_WITH_PASSWORD = /^\s*[a-z][a-z0-9+.-]*:\/\/[^/\s@:]*:[^/\s@]+@/i;
+
+/**
  * True when a variable of this name must not reach a terminal.
  *
  * @example
@@ -122,8 +130,9 @@ export interface SessionEnv {
 }
 
 /**
- * Build a PTY's environment. Sensitive names are stripped from `base` and
- * refused from `extra`, so a create body cannot put back what was stripped;
+ * Build a PTY's environment. Sensitive names, and URLs carrying a password
+ * whatever their name, are stripped from `base`; sensitive names are refused
+ * from `extra`, so a create body cannot put back what was stripped;
  * `extra` is refused names that run code at start, and for a caller who may
  * not type, all but the names that describe their terminal.
  * The scratch variables always point at `scratch`. `TERM` and `COLORTERM`
@@ -136,7 +145,7 @@ export interface SessionEnv {
 export function buildSessionEnv(options: SessionEnvOptions): SessionEnv {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(options.base)) {
-    if (value !== undefined && isValidName(name) && !isSensitiveEnvName(name)) env[name] = value;
+    if (value !== undefined && isValidName(name) && !isSensitiveEnvName(name) && !URL_WITH_PASSWORD.test(value)) env[name] = value;
   }
   env.TERM = options.term ?? DEFAULT_TERM;
   env.COLORTERM = DEFAULT_COLORTERM;

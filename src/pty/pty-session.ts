@@ -94,6 +94,8 @@ export class PtySession {
   readonly #pauses = new Set<"lease" | "mirror">();
   readonly #confinement: string;
   #destroyed = false;
+  /** The end under way, once `destroy` was called. */
+  #ending: Promise<void> | null = null;
   #exitCode: number | null = null;
   /** Aborted when the session is destroyed, so work running for it (an exec) stops with it. */
   readonly #closing = new AbortController();
@@ -395,9 +397,16 @@ export class PtySession {
     }
   }
 
-  /** Kill the process group and whatever left it, close the views, remove the scratch dir. Idempotent. */
-  async destroy(reason: string): Promise<void> {
-    if (this.#destroyed) return;
+  /**
+   * Kill the process group and whatever left it, close the views, remove the
+   * scratch dir. Idempotent: a later call answers the end already under way.
+   */
+  destroy(reason: string): Promise<void> {
+    this.#ending ??= this.#end(reason);
+    return this.#ending;
+  }
+
+  async #end(reason: string): Promise<void> {
     this.#destroyed = true;
     this.#closing.abort();
     if (this.#resizeInterval) clearTimeout(this.#resizeInterval);

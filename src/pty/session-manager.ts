@@ -149,7 +149,11 @@ export class SessionManager {
   async destroy(key: SessionKey, reason = "The session was terminated"): Promise<void> {
     const session = this.get(key);
     this.#sessions.delete(keyString(key));
-    const ending = session.destroy(reason);
+    await this.#tracked(session.destroy(reason));
+  }
+
+  /** An end under way, which a stop waits for though its session is no longer in the map. */
+  async #tracked(ending: Promise<void>): Promise<void> {
     this.#ending.add(ending);
     try {
       await ending;
@@ -252,6 +256,8 @@ export class SessionManager {
         now: this.options.now,
         onBlocked: (view, reason) => this.options.onBlocked?.(session, view, reason),
         onExit: (s, code) => {
+          // The session ends itself when its program exits: a stop must wait for that end too (its sweep, its scratch).
+          void this.#tracked(s.destroy("")).catch(() => undefined);
           if (this.#sessions.get(keyString(s.key)) === s) {
             this.#sessions.delete(keyString(s.key));
             this.options.onEnded?.(s, { cause: "exited", code });

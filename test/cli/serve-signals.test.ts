@@ -2,6 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { loadConfig } from "../../src/config.ts";
+import { startHatch } from "../../src/main.ts";
 import { hatchCli } from "../helpers/cli.ts";
 import { TerminalClient } from "../helpers/terminal-client.ts";
 import { createSession, runAndSee } from "../helpers/terminal.ts";
@@ -46,6 +48,7 @@ async function serveWithBusySession(argv: string[], env: Record<string, string> 
     child,
     url,
     leftover,
+    dataDir,
     scratch: () => readdirSync(join(dataDir, "scratch")),
     [Symbol.dispose]: () => {
       if (isAlive(leftover)) process.kill(leftover, "SIGKILL");
@@ -87,5 +90,17 @@ describe("`hatch serve` and signals", () => {
     const answering = async () => fetch(`${served.url}/api/auth/me`).then(() => true, () => false);
     await waitFor(async () => !(await answering()), "hatch to stop after npm exited", 5000).catch(() => {});
     expect({ npmCode, hatchStillServing: await answering(), leftoverAlive: isAlive(served.leftover) }).toEqual({ npmCode, hatchStillServing: false, leftoverAlive: false });
+  });
+
+  test("a SIGHUP (the terminal or ssh session running `hatch serve` closes) stops hatch as SIGTERM does: no session's program outlives it", async () => {
+    using served = await serveWithBusySession([process.execPath, "src/cli.ts", "serve"]);
+    // Closing the terminal that runs hatch in the foreground (an ssh drop, a closed tmux pane) sends SIGHUP.
+    served.child.kill("SIGHUP");
+    const code = await served.child.exited;
+    await Bun.sleep(1500);
+    const after = { code, leftoverAlive: isAlive(served.leftover), scratchLeft: served.scratch() };
+    // What a hatch that died on the spot left (the session's cgroup among it) goes at the next start: start and stop one.
+    await (await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: served.dataDir }))).stop();
+    expect(after).toEqual({ code: 0, leftoverAlive: false, scratchLeft: [] });
   });
 });

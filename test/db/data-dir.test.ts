@@ -53,6 +53,19 @@ describe("the data dir", () => {
     }
   });
 
+  test("a shared directory given as the data dir (sticky as /tmp is, or writable by every user) is refused, and left as it was for its other users", () => {
+    // HATCH_DATA_DIR=/tmp for a quick try, run as root (the Docker image's user, or sudo): /tmp is root's, so it passes as "owned".
+    using parent = openParent();
+    for (const [name, mode, why] of [["tmp", 0o1777, "a sticky directory (as /tmp is)"], ["open", 0o777, "writable by every user"]] as const) {
+      const shared = join(parent.path, name);
+      mkdirSync(shared);
+      chmodSync(shared, mode);
+      writeFileSync(join(shared, "someone-elses-file"), "");
+      expect(() => openDataDir(shared)).toThrow(`${shared} is ${why}: other users share it`);
+      expect({ mode: (statSync(shared).mode & 0o7777).toString(8), entries: readdirSync(shared) }).toEqual({ mode: mode.toString(8), entries: ["someone-elses-file"] });
+    }
+  });
+
   test("processes opening a new data dir at once (the server and CLI commands) all open it, and each migration is applied once", async () => {
     const migrations = readdirSync(join(import.meta.dir, "../../drizzle")).filter((name) => name.endsWith(".sql")).length;
     const script = (dataDir: string) =>

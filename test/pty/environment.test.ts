@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { buildSessionEnv, isSensitiveEnvName } from "../../src/pty/environment.ts";
+import { createSession, localSource, TERMINAL } from "../helpers/terminal.ts";
+import { startWorld } from "../helpers/world.ts";
 
 describe("sensitive variable names", () => {
   const sensitive = [
@@ -103,5 +105,29 @@ describe("buildSessionEnv", () => {
   test("term overrides the default, and extra may choose its own terminal type", () => {
     expect(buildSessionEnv({ base: {}, scratch: "/s", term: "xterm" }).env.TERM).toBe("xterm");
     expect(buildSessionEnv({ base: {}, scratch: "/s", extra: { TERM: "vt100" } }).env.TERM).toBe("vt100");
+  });
+});
+
+describe("a tab's environment, end to end", () => {
+  test("a connection URL carrying a password reaches no tab, whatever its variable is called", async () => {
+    // Names hosting platforms and frameworks set beside DATABASE_URL (Vercel Postgres, Neon, Prisma, Heroku, Celery, pip).
+    const urls = {
+      POSTGRES_URL_NON_POOLING: "postgres://app:pg-s3cret@db.internal/app",
+      POSTGRES_PRISMA_URL: "postgres://app:pg-s3cret@db.internal/app?pgbouncer=true",
+      DATABASE_URL_UNPOOLED: "postgresql://app:neon-s3cret@ep-x.neon.tech/app",
+      DIRECT_URL: "postgresql://app:prisma-s3cret@db.internal/app",
+      REDIS_TLS_URL: "rediss://:redis-s3cret@redis.internal:6380",
+      CELERY_BROKER_URL: "amqp://worker:amqp-s3cret@mq.internal//",
+      PIP_INDEX_URL: "https://ci:pypi-s3cret@pypi.internal/simple",
+    };
+    await using world = await startWorld({}, { baseEnv: { ...process.env, HOME: "/nonexistent", ...urls } });
+    const project = await world.project();
+    const member = await world.signedIn(project, "member");
+    localSource(world, project, "docs", { member: "rwx" });
+    expect((await createSession(member.client, { sourceSlug: "docs", id: "e" })).status).toBe(201);
+    const shown = await member.client.post(`${TERMINAL}/sessions/e/exec`, { command: "env" });
+    expect(shown.status).toBe(200);
+    const leaked = Object.keys(urls).filter((name) => (shown.body.output as string).includes(`${name}=`));
+    expect(leaked).toEqual([]);
   });
 });

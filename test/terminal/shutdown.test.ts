@@ -31,6 +31,22 @@ describe("shutdown", () => {
     await terminating;
   });
 
+  test("stop() does not return while a session whose program exited by itself is still being ended (its scratch dir left behind)", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "done" });
+    const view = await attached(world, owner, "done");
+    await runAndSee(view, "echo ready-$((6*7))", "ready-42");
+    const { sessions } = world.hatch.terminal;
+    // The program ends by itself (the user typed exit) just as the operator stops hatch.
+    view.type("exit\r");
+    await waitFor(() => sessions.count() === 0, "the program's exit to begin its session's end");
+    await world.hatch.stop();
+    // `hatch serve` calls process.exit(0) right here: what the session's end has not done yet is never done.
+    const scratch = readdirSync(join(world.config.dataDir, "scratch"));
+    expect({ scratchLeft: scratch.length }).toEqual({ scratchLeft: 0 });
+  });
+
   test("an attached view is told its session ended because the service is stopping (exit, then close 4000), not dropped like a lost network", async () => {
     await using world = await startWorld();
     const owner = await world.signedIn(await world.project(), "owner");
