@@ -74,12 +74,14 @@ export function isUnder(path: string, zone: string): boolean {
  * `--config` and `~/.aws/credentials`; `host:~/.ssh/id_rsa` gives `host` and
  * `~/.ssh/id_rsa`; curl's `@/etc/shadow` (a file to send) gives `/etc/shadow`;
  * a short option with its value glued on, `-C/srv/data` or `-d@.env`, gives
- * the value too.
+ * the value too. A piece holding white space is also kept whole, as a quoted
+ * or escaped path with a space in it (`'/srv/hatch data/secret.key'`) is one.
  */
 export function pathTokens(word: string): string[] {
   const tokens = word.split(/[\s=:,;()<>|&'"`@]+/).filter(Boolean);
+  const spaced = word.split(/[=:,;()<>|&'"`@]+/).filter((piece) => /\S\s+\S/.test(piece));
   const glued = /^-[A-Za-z]([/.~$@].*)$/.exec(word);
-  return glued ? [...tokens, ...pathTokens(glued[1]!)] : tokens;
+  return [...tokens, ...spaced, ...(glued ? pathTokens(glued[1]!) : [])];
 }
 
 /** Where a line runs: the session's home, and the shell's working directory when known. */

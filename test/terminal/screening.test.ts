@@ -5,6 +5,7 @@ import { basename, dirname, join } from "node:path";
 import { attached, createSession, localSource, runAndSee } from "../helpers/terminal.ts";
 import type { TerminalClient } from "../helpers/terminal-client.ts";
 import { ECHO_WAIT_MS } from "../../src/pty/input-guard.ts";
+import { tempDir } from "../helpers/temp-dir.ts";
 import { waitFor } from "../helpers/wait-for.ts";
 import { startWorld, type World } from "../helpers/world.ts";
 
@@ -552,6 +553,28 @@ describe("the session's home", () => {
       expect({ ran: existsSync(marker), blocked: terminal.controls.filter((c) => c.type === "blocked").length }).toEqual({ ran: false, blocked: 2 });
     } finally {
       rmSync(home, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("a data dir on a path with a space", () => {
+  test("its key and database are refused by name, quoted or escaped, as they are on a path without one", async () => {
+    // HATCH_DATA_DIR="/srv/hatch data" (or "…/Team (prod)/data"): a path the operator may well choose.
+    using parent = tempDir("space");
+    {
+      const dataDir = join(parent.path, "hatch data");
+      await using world = await startWorld({ HATCH_DATA_DIR: dataDir });
+      const { owner } = await ownerAtContainerRoot(world);
+      const lines = [`cat '${dataDir}/secret.key'`, `cat "${dataDir}/secret.key"`, `cat ${dataDir.replace(" ", "\\ ")}/secret.key`];
+      const answers = [];
+      for (const command of lines) {
+        const answer = await owner.client.post("/api/packages/agent/terminal/sessions/s/exec", { command });
+        answers.push({ command, status: answer.status, code: answer.body.error?.code ?? `ran, printed ${String(answer.body.output).length} characters` });
+      }
+      expect(answers).toEqual(lines.map((command) => ({ command, status: 403, code: "command_blocked" })));
+      // Words with a space that name nothing protected still run.
+      const fine = await owner.client.post("/api/packages/agent/terminal/sessions/s/exec", { command: `echo 'hatch data'; ls '${parent.path}'` });
+      expect(fine.body.output).toBe("hatch data\nhatch data\n");
     }
   });
 });
