@@ -401,9 +401,9 @@ async function throughputSection(bench: Bench): Promise<void> {
   table(rows);
   console.log("   CPU: this process's CPU time over wall time (100% = one core). No view: a hatch session with no WebSocket attached,");
   console.log("   timed until its mirror has parsed the output. Mirror alone: the same bytes written to a ScreenMirror, no PTY, no socket.");
-  console.log("   Cut over: hatch runs in which the lease holder was sent a snapshot instead of part of the output. The XOFF that pauses");
-  console.log("   the PTY takes effect only when the kernel's tty worker runs; output read meanwhile can back the socket up past the");
-  console.log("   holder's allowance (this client shares the server's event loop, so it cannot read then), and the view is cut over.");
+  console.log("   Cut over: hatch runs in which the lease holder was sent a snapshot instead of part of the output: output already read");
+  console.log("   when the PTY was paused backed the socket up past the holder's allowance (this client shares the server's event loop,");
+  console.log("   so it cannot read while the server reads), and the view was cut over.");
 }
 
 async function echoSection({ world, owner }: Bench): Promise<void> {
