@@ -357,7 +357,6 @@ export class PtySession {
     this.views.announce({ type: "countdown", secondsLeft });
   }
 
-
   /**
    * Resolves once the echo of keys already forwarded has arrived and the output
    * has gone quiet, so the screen line shows what the shell will run. The input
@@ -403,6 +402,11 @@ export class PtySession {
    */
   destroy(reason: string): Promise<void> {
     this.#ending ??= this.#end(reason);
+    return this.#ending;
+  }
+
+  /** The end under way (the program exited, or `destroy` was called), or null. */
+  get ending(): Promise<void> | null {
     return this.#ending;
   }
 

@@ -164,9 +164,10 @@ export class SessionManager {
 
   /**
    * The reaper: a session idle past Idle Shutdown with no view attached is
-   * destroyed; a watched session never is. Views of a session nearing the limit
-   * get a countdown on the control channel, withdrawn once it no longer is. Settings are read at each sweep,
-   * once per project (each project's Idle Shutdown applies to its sessions).
+   * destroyed; a watched session never is. Views of a session nearing the
+   * limit get a countdown on the control channel, withdrawn once it no longer
+   * is. Settings are read at each sweep, once per project (each project's Idle
+   * Shutdown applies to its sessions).
    */
   async sweep(): Promise<string[]> {
     const now = this.options.now();
@@ -257,7 +258,7 @@ export class SessionManager {
         onBlocked: (view, reason) => this.options.onBlocked?.(session, view, reason),
         onExit: (s, code) => {
           // The session ends itself when its program exits: a stop must wait for that end too (its sweep, its scratch).
-          void this.#tracked(s.destroy("")).catch(() => undefined);
+          if (s.ending) void this.#tracked(s.ending).catch(() => undefined);
           if (this.#sessions.get(keyString(s.key)) === s) {
             this.#sessions.delete(keyString(s.key));
             this.options.onEnded?.(s, { cause: "exited", code });

@@ -231,7 +231,7 @@ export class WorkflowEngine implements AsyncDisposable {
     // would fill the project's day with failed runs that spend its budget (the run re-checks at start too).
     const refusal = creatorFireRefusal(platform, workflow, { scheduled: request.trigger.kind === "schedule" });
     if (refusal) {
-      // A caller is answered; a schedule has none, so its refusal goes on the record (once until it fires again).
+      // A caller is answered; a schedule has none, so its refusal goes on the record (again only once it changes).
       if (request.trigger.kind === "schedule") this.#auditRefusal(request, workflow, { code: refusal.code, reason: refusal.reason });
       throw new HatchError(refusal.code, 409, `Workflow "${workflow.name}" does not fire: ${refusal.reason}`);
     }
