@@ -14,9 +14,9 @@ const IXON = 0o2000;
  * (shells, `yes`, `cat`, compilers), the tty's output is stopped with
  * tcflow(TCOOFF) on its slave (see tty-flow.ts), which blocks the producer's
  * write() — real backpressure — and puts no ^S or ^Q on the line. A program
- * that turned IXON off (vim, less, htop) is not paused: `pause` answers false
- * and the caller cuts the view over to a snapshot. One that turns it off while
- * paused stays paused until `resume`.
+ * that turned IXON off (vim, less, htop) asked for no flow control, so it is
+ * not paused: `pause` answers false and the caller cuts the view over to a
+ * snapshot. One that turns it off while paused stays paused until `resume`.
  */
 export const bunTerminalBackend: PtyBackend = (options) => {
   const proc = Bun.spawn(options.argv, {

@@ -73,14 +73,14 @@ describe("flow control", () => {
     liar.destroy();
   }, 60_000);
 
-  test("a flood from a program that turned flow control off cannot be paused, yet the mirror's backlog stays bounded and the session lives", async () => {
+  test("a flood from a program that turned flow control off is not paused, yet the mirror's backlog stays bounded and the session lives", async () => {
     await using world = await startWorld();
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
     await createSession(owner.client, { sourceSlug: "container-root", id: "raw-flood" });
     const session = world.hatch.terminal.sessions.find({ userId: owner.user.id, projectId: project.id, agentId: null, id: "raw-flood" })!;
     const holder = await attached(world, owner, "raw-flood");
-    // Without IXON the tty cannot be stopped with XOFF: neither the lease nor the mirror can pause it.
+    // Without IXON the program asked for no flow control, so hatch does not pause its tty: neither the lease nor the mirror can.
     holder.type("stty -ixon; yes\r");
     // A byte target, not a duration (waitFor fails the test if it is never reached): more than the backlog bound goes through the mirror.
     const target = session.mirror.offset + 16 * 1024 * 1024;

@@ -4,15 +4,26 @@ import { join } from "node:path";
 import { RawWebSocket } from "../helpers/raw-websocket.ts";
 import { attached, createSession, runAndSee, TERMINAL, terminalUrl } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
+import type { HatchOverrides } from "../../src/main.ts";
 import { startWorld } from "../helpers/world.ts";
+
+/**
+ * As the owner of a new project, in a world whose clock the test moves (`clock.now += ms`) and whose reaper runs
+ * only when the test sweeps, with Terminal: Idle Shutdown at 5 minutes.
+ */
+async function idleClockWorld(overrides: HatchOverrides = {}) {
+  const clock = { now: Date.now() };
+  const world = await startWorld({}, { now: () => clock.now, reaperIntervalMs: 3_600_000, ...overrides });
+  const project = await world.project();
+  const owner = await world.signedIn(project, "owner");
+  world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+  return { world, project, owner, clock };
+}
 
 describe("the reaper", () => {
   test("an idle detached session is reaped with its scratch removed, an attached one survives and gets a countdown", async () => {
-    let now = Date.now();
-    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
-    const project = await world.project();
-    const owner = await world.signedIn(project, "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+    const { world, project, owner, clock } = await idleClockWorld();
+    await using _world = world;
     await createSession(owner.client, { sourceSlug: "container-root", id: "idle" });
     await createSession(owner.client, { sourceSlug: "container-root", id: "watched" });
     const view = await attached(world, owner, "watched");
@@ -20,12 +31,12 @@ describe("the reaper", () => {
     const scratch = join(world.config.dataDir, "scratch");
     expect(readdirSync(scratch)).toHaveLength(2);
 
-    now += 4.5 * 60_000;
+    clock.now += 4.5 * 60_000;
     expect(await sessions.sweep()).toEqual([]);
     const countdown = await view.control("countdown");
     expect(countdown.secondsLeft).toBe(30);
 
-    now += 60_000;
+    clock.now += 60_000;
     expect(await sessions.sweep()).toEqual(["idle"]);
     expect(readdirSync(scratch)).toHaveLength(1);
     expect((await owner.client.get("/api/packages/agent/terminal/sessions")).body.sessions.map((s: { id: string }) => s.id)).toEqual(["watched"]);
@@ -34,24 +45,22 @@ describe("the reaper", () => {
     world.platform.settings.set("terminalIdleShutdownMinutes", 60, null);
     view.close();
     await waitFor(() => sessions.listProject(project.id)[0]?.views === 0, "the server to see the detach");
-    now += 10 * 60_000;
+    clock.now += 10 * 60_000;
     expect(await sessions.sweep()).toEqual([]);
-    now += 60 * 60_000;
+    clock.now += 60 * 60_000;
     expect(await sessions.sweep()).toEqual(["watched"]);
     expect(readdirSync(scratch)).toEqual([]);
   });
 
   test("a countdown is withdrawn (secondsLeft null) once the session is used again, and once it is watched past its limit", async () => {
-    let now = Date.now();
-    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
-    const owner = await world.signedIn(await world.project(), "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+    const { world, owner, clock } = await idleClockWorld();
+    await using _world = world;
     await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
     const view = await attached(world, owner, "s");
     const { sessions } = world.hatch.terminal;
     const countdowns = () => view.controls.filter((c) => c.type === "countdown").map((c) => c.secondsLeft);
 
-    now += 4.5 * 60_000;
+    clock.now += 4.5 * 60_000;
     await sessions.sweep();
     await waitFor(() => countdowns().length === 1, "the countdown");
     // The user types: the clock starts again, and the next sweep says no reap is coming.
@@ -60,21 +69,18 @@ describe("the reaper", () => {
     await waitFor(() => countdowns().length === 2, "the withdrawal");
     // Nothing more to withdraw while nothing is counted down.
     await sessions.sweep();
-    now += 4.5 * 60_000;
+    clock.now += 4.5 * 60_000;
     await sessions.sweep();
     // Watched past the limit: it is not reaped, so its countdown is withdrawn too.
-    now += 60_000;
+    clock.now += 60_000;
     await sessions.sweep();
     await runAndSee(view, "echo still-$((6*7))", "still-42");
     expect(countdowns()).toEqual([30, null, 30, null]);
   });
 
   test("a connection whose client vanished without closing (it answers no ping) is dropped, so its idle session is reaped; one that answers keeps its view", async () => {
-    let now = Date.now();
-    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000, heartbeatMs: 50 });
-    const project = await world.project();
-    const owner = await world.signedIn(project, "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+    const { world, project, owner, clock } = await idleClockWorld({ heartbeatMs: 50 });
+    await using _world = world;
     await createSession(owner.client, { sourceSlug: "container-root", id: "here" });
     await createSession(owner.client, { sourceSlug: "container-root", id: "gone" });
     // A browser answers pings by itself (so does the ws client); a raw socket that answers none is, to the
@@ -86,18 +92,15 @@ describe("the reaper", () => {
     await waitFor(() => views("gone") === 1, "the raw connection's view");
     await waitFor(() => views("gone") === 0, "the connection that answers no ping to be dropped");
     expect(views("here")).toBe(1);
-    now += 10 * 60_000;
+    clock.now += 10 * 60_000;
     expect(await sessions.sweep()).toEqual(["gone"]);
     expect(here.closeCode).toBeNull();
     gone.destroy();
   });
 
   test("a session terminated while the reaper waits on another's end does not break the sweep", async () => {
-    let now = Date.now();
-    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
-    const project = await world.project();
-    const owner = await world.signedIn(project, "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+    const { world, project, owner, clock } = await idleClockWorld();
+    await using _world = world;
     await createSession(owner.client, { sourceSlug: "container-root", id: "slow" });
     await createSession(owner.client, { sourceSlug: "container-root", id: "other" });
     const view = await attached(world, owner, "slow");
@@ -106,7 +109,7 @@ describe("the reaper", () => {
     view.close();
     const { sessions } = world.hatch.terminal;
     await waitFor(() => sessions.listProject(project.id).every((s) => s.views === 0), "the detach");
-    now += 10 * 60_000;
+    clock.now += 10 * 60_000;
     const sweep = sessions.sweep().then((reaped) => ({ reaped }), (error: unknown) => ({ error: String(error) }));
     await waitFor(async () => (await owner.client.get(`${TERMINAL}/sessions`)).body.sessions.length === 1, "the reaper to take the slow one");
     expect((await owner.client.delete(`${TERMINAL}/sessions/other`)).status).toBe(200);
@@ -114,22 +117,20 @@ describe("the reaper", () => {
   });
 
   test("a running exec is use: the session is not reaped while it runs, and its end counts as activity", async () => {
-    let now = Date.now();
-    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
-    const owner = await world.signedIn(await world.project(), "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+    const { world, owner, clock } = await idleClockWorld();
+    await using _world = world;
     await createSession(owner.client, { sourceSlug: "container-root", id: "busy" });
     const dir = world.tempDir("exec");
     const running = owner.client.post(`${TERMINAL}/sessions/busy/exec`, { command: `touch ${dir}/started; while [ ! -e ${dir}/go ]; do sleep 0.05; done; echo finished`, timeoutSeconds: 60 });
     await waitFor(() => existsSync(join(dir, "started")), "the exec to start");
     const { sessions } = world.hatch.terminal;
-    now += 10 * 60_000;
+    clock.now += 10 * 60_000;
     expect(await sessions.sweep()).toEqual([]);
     writeFileSync(join(dir, "go"), "");
     expect((await running).body).toMatchObject({ output: "finished\n", exitCode: 0 });
-    now += 4 * 60_000;
+    clock.now += 4 * 60_000;
     expect(await sessions.sweep()).toEqual([]);
-    now += 60_000;
+    clock.now += 60_000;
     expect(await sessions.sweep()).toEqual(["busy"]);
   });
 
@@ -160,13 +161,10 @@ describe("the reaper", () => {
 
 describe("ends nobody asked for", () => {
   test("an idle reap is on the record (terminal.terminate, reason idle), keyed to the session's owner as a former member's end is", async () => {
-    let now = Date.now();
-    await using world = await startWorld({}, { now: () => now, reaperIntervalMs: 3_600_000 });
-    const project = await world.project();
-    const owner = await world.signedIn(project, "owner");
-    world.platform.settings.set("terminalIdleShutdownMinutes", 5, null);
+    const { world, project, owner, clock } = await idleClockWorld();
+    await using _world = world;
     await createSession(owner.client, { sourceSlug: "container-root", id: "idle" });
-    now += 10 * 60_000;
+    clock.now += 10 * 60_000;
     expect(await world.hatch.terminal.sessions.sweep()).toEqual(["idle"]);
     const ends = world.platform.audit.query({ projectId: project.id, action: "terminal.terminate" });
     expect(ends.map((entry) => ({ userId: entry.userId, target: entry.target, detail: entry.detail }))).toEqual([

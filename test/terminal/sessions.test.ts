@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { MAX_EXECS_PER_SESSION } from "../../src/pty/index.ts";
 import { TERMINAL, attached, createSession, localSource, openTerminal, runAndSee } from "../helpers/terminal.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -570,7 +570,6 @@ describe("exec and the input screen: line breaks", () => {
     const project = await world.project();
     const owner = await world.signedIn(project, "owner");
     await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
-    const { dirname, basename } = await import("node:path");
     const dataDir = world.config.dataDir;
     // Each is refused on one line (`;` between its commands); typed line by line at the shell, each second line is refused too.
     // The third is a backslash-newline inside a word, which the shell removes: it names the data dir's secret.key.

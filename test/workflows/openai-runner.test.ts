@@ -308,14 +308,20 @@ describe("the openai runner", () => {
     await owner.client.post(`/api/workflows/${workflow.id}/runs/${second}/cancel`);
   });
 
-  test("a usage with no total_tokens (some compatible servers send only its parts) counts its parts", async () => {
-    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
-    await using openai = startFakeOpenAi({ apiKey: API_KEY });
-    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
-    openai.reply({ content: "hello", totalTokens: 321, withoutTotal: true });
-    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
-    expect({ status: run.status, tokensUsed: run.tokensUsed }).toEqual({ status: "succeeded", tokensUsed: 321 });
-  });
+  const partsOnly = [
+    ["a usage with no total_tokens (some compatible servers send only its parts) counts its parts", { withoutTotal: true }],
+    ["a usage whose total_tokens is null (beside its parts) counts its parts, not 0", { nullTotal: true }],
+  ] as const;
+  for (const [name, usage] of partsOnly) {
+    test(name, async () => {
+      await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
+      await using openai = startFakeOpenAi({ apiKey: API_KEY });
+      const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
+      openai.reply({ content: "hello", totalTokens: 321, ...usage });
+      const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
+      expect({ status: run.status, tokensUsed: run.tokensUsed }).toEqual({ status: "succeeded", tokensUsed: 321 });
+    });
+  }
 
   test("a base URL carrying a user name or password is refused at creation (400 invalid_base_url), and one stored before is shown without them in run errors", async () => {
     await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
@@ -640,15 +646,6 @@ describe("the context-length retry loop and usage", () => {
     const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "x".repeat(3000) })).body.runId);
     const sent = openai.requests.slice(before).map((r) => JSON.stringify(r.body.messages));
     expect({ status: run.status, requests: sent.length, distinct: new Set(sent).size }).toEqual({ status: "failed", requests: 1, distinct: 1 });
-  });
-
-  test("a usage whose total_tokens is null (beside its parts) counts its parts, not 0", async () => {
-    await using world = await startWorld({}, { workflows: { retryDelaysMs: [] } });
-    await using openai = startFakeOpenAi({ apiKey: API_KEY });
-    const { owner, workflow, token } = await openAiSetup(world, openai.baseUrl);
-    openai.reply({ content: "hello", totalTokens: 321, nullTotal: true });
-    const run = await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: "hi" })).body.runId);
-    expect({ status: run.status, tokensUsed: run.tokensUsed }).toEqual({ status: "succeeded", tokensUsed: 321 });
   });
 
   test("tokens billed by a context-length refusal still count when the attempt after it times out", async () => {
