@@ -33,7 +33,7 @@ const LAYERS: Record<string, number> = {
 const EDGE_IMPORTS: Record<string, string[]> = {
   elysia: ["routes.ts", "app.ts"],
   "bun:sqlite": ["db/"],
-  "bun:ffi": ["confine/", "pty/tty-flow.ts"],
+  "bun:ffi": ["confine/", "pty/tty-flow.ts", "db/directory-lock.ts"],
   "bun-pty": ["pty/"],
 };
 

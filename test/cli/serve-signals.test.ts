@@ -103,4 +103,14 @@ describe("`hatch serve` and signals", () => {
     await (await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: served.dataDir }))).stop();
     expect(after).toEqual({ code: 0, leftoverAlive: false, scratchLeft: [] });
   });
+
+  test("a server killed outright (SIGKILL, the OOM killer) while a session's program lives leaves its data dir free: the next start takes it and ends that program", async () => {
+    using served = await serveWithBusySession([process.execPath, "src/cli.ts", "serve"]);
+    served.child.kill("SIGKILL");
+    await served.child.exited;
+    // The program outlived its server; it must not hold the server's claim on the data dir.
+    expect(isAlive(served.leftover)).toBe(true);
+    await (await startHatch(loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: served.dataDir }))).stop();
+    expect(isAlive(served.leftover)).toBe(false);
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adminCommands } from "../../src/cli/admin-commands.ts";
@@ -77,6 +77,17 @@ describe("starting the service", () => {
     await expect(startHatch({ ...config, port: Number(new URL(holder.hatch.url).port) })).rejects.toThrow("in use");
     await using second = await startHatch(config);
     expect((await fetch(`${second.url}/api/auth/me`)).status).toBe(401);
+  });
+
+  test("no file an operator deletes from a running server's data dir (one that reads like a stale lock among them) frees it for a second server", async () => {
+    using dir = tempDataDir();
+    const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir.path });
+    await using first = await startHatch(config);
+    const files = readdirSync(dir.path).filter((name) => statSync(join(dir.path, name)).isFile());
+    expect(files).toContain("hatch.db");
+    for (const name of files) rmSync(join(dir.path, name));
+    await expect(startHatch(config)).rejects.toThrow("another hatch server is running on it");
+    expect((await fetch(`${first.url}/api/auth/me`)).status).toBe(401);
   });
 
   test("a start that fails part way, after the database opened, leaves no file of its data dir open", async () => {
