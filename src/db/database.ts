@@ -30,12 +30,18 @@ const BUSY_TIMEOUT_MS = 5000;
  */
 export function openDatabase(path: string): OpenDatabase {
   const sqlite = new SqliteDatabase(path, { create: true, strict: true });
-  // First: switching a new file to WAL takes a lock another process opening it (the server, the CLI) may hold.
-  sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
-  sqlite.exec("PRAGMA journal_mode = WAL");
-  sqlite.exec("PRAGMA foreign_keys = ON");
-  sqlite.exec("PRAGMA synchronous = NORMAL");
-  applyMigrations(sqlite);
+  try {
+    // First: switching a new file to WAL takes a lock another process opening it (the server, the CLI) may hold.
+    sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    sqlite.exec("PRAGMA journal_mode = WAL");
+    sqlite.exec("PRAGMA foreign_keys = ON");
+    sqlite.exec("PRAGMA synchronous = NORMAL");
+    applyMigrations(sqlite);
+  } catch (error) {
+    // A file that is not a database opens, and fails only here: it must not stay open.
+    sqlite.close();
+    throw error;
+  }
   return { db: drizzle(sqlite, { schema }), sqlite, close: () => sqlite.close() };
 }
 

@@ -90,6 +90,16 @@ describe("starting the service", () => {
     expect((await fetch(`${first.url}/api/auth/me`)).status).toBe(401);
   });
 
+  test("a database file that is not one (a wrong or damaged restore) stops `serve` with a line naming the data dir, and leaves the file closed", async () => {
+    using dir = tempDataDir();
+    writeFileSync(join(dir.path, "hatch.db"), "this is a backup archive, not an SQLite file ".repeat(20));
+    const started = await hatchCliProcess(dir.path, ["serve"], { HATCH_PORT: "0", HATCH_COMPANION_PORT: "0" });
+    expect(started).toEqual({ code: 1, out: "", err: `hatch: cannot start: Cannot open the data dir ${dir.path}: file is not a database\n` });
+    const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir.path });
+    await expect(startHatch(config)).rejects.toThrow("file is not a database");
+    expect(openFilesUnder(dir.path)).toEqual([]);
+  });
+
   test("a start that fails part way, after the database opened, leaves no file of its data dir open", async () => {
     using dir = tempDataDir();
     const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dir.path });
