@@ -20,6 +20,8 @@ export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 const COMMAND_FAILED = "command_failed";
 /** The code of a HATCH_* setting the CLI cannot use (exit 1). */
 const INVALID_CONFIG = "invalid_config";
+/** The code of arguments the CLI cannot use (exit 2), in --json output. */
+const INVALID_ARGUMENTS = "invalid_arguments";
 
 const SERVE_SUMMARY = "Run the service (web host and companion server)";
 const SERVE_USAGE = `usage: hatch serve\n${SERVE_SUMMARY}, configured by the HATCH_* environment variables (see the README)`;
@@ -60,8 +62,7 @@ export async function runCli(
       io.out(text);
       return EXIT.ok;
     }
-    io.err(text);
-    return EXIT.usage;
+    return refuseArguments(io, argv, "unknown command (hatch --help lists them)", text);
   }
   let parsed;
   const args = argv.slice(command.path.length);
@@ -82,8 +83,7 @@ export async function runCli(
   } catch (error) {
     // parseArgs quotes the word, and an unquoted password's rest (`--password Tr0ub4dor --and-more`) is one.
     const message = (error as { code?: string }).code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" ? unknownOption(args, Object.keys(known)) : (error as Error).message;
-    io.err(`hatch: ${message}\n\n${commandUsage(command)}`);
-    return EXIT.usage;
+    return refuseArguments(io, argv, message, `hatch: ${message}\n\n${commandUsage(command)}`);
   }
   const opened: { current: { platform: Platform; close(): void } | null } = { current: null };
   let config: HatchConfig;
@@ -103,10 +103,7 @@ export async function runCli(
     const result = await command.run(ctx, parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
     return printed(io, parsed.values.json || !command.human ? printableJson(result, 2) : printableLines(command.human(result))) ? EXIT.ok : EXIT.failed;
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`hatch: ${error.message}\n\n${commandUsage(command)}`);
-      return EXIT.usage;
-    }
+    if (error instanceof UsageError) return refuseArguments(io, argv, error.message, `hatch: ${error.message}\n\n${commandUsage(command)}`);
     const { code, message } = error instanceof HatchError ? error : { code: COMMAND_FAILED, message: (error as Error)?.message ?? String(error) };
     // Not the operator's input (a locked or failing database, a race with another process): still one line they can act on.
     // Messages quote stored values too (a name, a label).
@@ -151,6 +148,18 @@ function printed(io: CliIo, text: string): boolean {
     }
     return false;
   }
+}
+
+/**
+ * Refuse the arguments with exit 2: the usage text, or under `--json` the one
+ * `{"error":{"code","message"}}` line every other failure gives, so a script
+ * reading stderr as JSON can tell a bad value from a crash.
+ */
+function refuseArguments(io: CliIo, argv: string[], message: string, text: string): number {
+  const end = argv.indexOf("--");
+  const json = argv.slice(0, end === -1 ? argv.length : end).includes("--json");
+  io.err(json ? printableJson({ error: { code: INVALID_ARGUMENTS, message } }) : text);
+  return EXIT.usage;
 }
 
 /** `text` and a line break on file descriptor `fd`, all of it, or a throw (ENOSPC, EPIPE, EBADF). */

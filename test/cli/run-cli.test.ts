@@ -54,6 +54,29 @@ describe("the CLI's help", () => {
 });
 
 describe("--json error output", () => {
+  test("refused arguments (exit 2) are one {error:{code,message}} line under --json too, so a script reading stderr as JSON can tell a bad value from a crash", async () => {
+    using dir = tempDataDir();
+    await hatchCli(dir.path, ["admin", "user", "add", "--email", "o@example.com", "--password", "owner pass 1"]);
+    const refusals = [
+      { argv: ["admin", "audit", "--limit", "0", "--json"], message: expect.stringContaining("--limit") },
+      { argv: ["admin", "audit", "--since", "yesterday", "--json"], message: expect.stringContaining("--since") },
+      { argv: ["admin", "setting", "set", "terminalMaxSessions", "many", "--json"], message: expect.stringContaining("many") },
+      { argv: ["admin", "member", "add", "--project", "p", "--json"], message: "--email is required" },
+      { argv: ["admin", "member", "add", "--json", "--project", "p", "--nosuch", "x"], message: "unknown option at position 4 (quote a value that holds spaces)" },
+      { argv: ["admin", "user", "add", "--email", "o@example.com", "--password", "two", "words", "--json"], message: "unexpected argument at position 1 (quote a value that holds spaces)" },
+      { argv: ["admin", "nosuch", "--json"], message: "unknown command (hatch --help lists them)" },
+    ];
+    for (const { argv, message } of refusals) {
+      const result = await hatchCli(dir.path, argv, [...adminCommands, ...auditCommands]);
+      expect({ argv, code: result.code, out: result.out, err: JSON.parse(result.err) }).toEqual({ argv, code: 2, out: "", err: { error: { code: "invalid_arguments", message } } });
+    }
+    // Without --json, and with --json only after `--` (a value, not the flag), it is the usage text it always was.
+    const plain = await hatchCli(dir.path, ["admin", "member", "add", "--project", "p"], adminCommands);
+    expect({ code: plain.code, err: plain.err }).toEqual({ code: 2, err: expect.stringMatching(/^hatch: --email is required\n\nusage: hatch admin member add/) });
+    const valued = await hatchCli(dir.path, ["admin", "setting", "set", "terminalMaxSessions", "--", "--json"], adminCommands);
+    expect({ code: valued.code, err: valued.err }).toEqual({ code: 2, err: expect.stringMatching(/^hatch: VALUE must be a whole number, not "--json"\n\nusage: hatch admin setting set/) });
+  });
+
   test("a command that fails on a bad HATCH_* setting answers exit 1 with {error:{code,message}} under --json, as the README says of every exit-1 failure", async () => {
     using dir = tempDataDir();
     let out = "";
