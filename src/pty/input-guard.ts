@@ -243,8 +243,10 @@ export class InputGuard {
       this.#bytes.eraseByte();
     }
     else if (c === "\x15") {
+      // The line is gone, however long it had grown: what follows is a new one, short enough to screen.
       this.#buffer = "";
       this.#bytes.clear();
+      this.#overflow = false;
     }
     else if (c === "\x17") {
       this.#buffer = withoutLastWord(this.#buffer);

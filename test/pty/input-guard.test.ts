@@ -156,6 +156,15 @@ describe("plain typing", () => {
     expect(h.blocked.map((b) => b.reason)).toEqual(["line too long to screen"]);
     expect(h.pty().endsWith(LINE_KILL)).toBe(true);
   });
+
+  test("a line grown too long to screen and then killed with Ctrl+U is not refused: what follows is a new line", async () => {
+    const h = harness();
+    // Keys a busy program never read (its `cat` later did) pile up on what the guard takes for the prompt's line.
+    await h.guard.push("a".repeat(MAX_LINE_CHARS + 1));
+    await h.guard.push("\x15echo hello\r");
+    expect(h.blocked).toEqual([]);
+    expect(h.pty().endsWith("\x15echo hello\r")).toBe(true);
+  });
 });
 
 describe("pastes", () => {
