@@ -30,6 +30,8 @@ export const bunPtyBackend: PtyBackend = (options) => {
   return {
     pid: pty.pid,
     write: (data) => pty.write(data),
+    // Its writer thread keeps its own queue, which it does not show.
+    unwritten: 0,
     resize: (cols, rows) => pty.resize(cols, rows),
     pause: () => false,
     resume: () => {},

@@ -27,8 +27,13 @@ export const bunTerminalBackend: PtyBackend = (options) => {
       rows: options.rows,
       name: options.env.TERM ?? "xterm-256color",
       data: (_terminal, data) => options.onData(data),
+      // Called once the PTY has taken everything written so far.
+      drain: () => {
+        unwritten = 0;
+      },
     },
   });
+  let unwritten = 0;
   const terminal = proc.terminal!;
   // Read now, while the program surely has its tty on stdin.
   const slave = ptySlaveOf(proc.pid);
@@ -36,7 +41,13 @@ export const bunTerminalBackend: PtyBackend = (options) => {
   const process: PtyProcess = {
     pid: proc.pid,
     write: (data) => {
-      if (!terminal.closed) terminal.write(data);
+      if (terminal.closed) return;
+      // An upper bound: it counts what the PTY took at once too, until the drain after it.
+      unwritten += Buffer.byteLength(data);
+      terminal.write(data);
+    },
+    get unwritten() {
+      return unwritten;
     },
     resize: (cols, rows) => {
       if (!terminal.closed) terminal.resize(cols, rows);

@@ -11,7 +11,7 @@ export { killMarkedProcesses, scratchMarks } from "./marked-processes.ts";
 export { removeTree } from "./scratch-dir.ts";
 export { openProcessCgroups, type CgroupLeaf, type ProcessCgroups } from "./process-cgroups.ts";
 export { MAX_COLS, MAX_ROWS, MIN_COLS, MIN_ROWS, type PtyBackend, type PtyProcess } from "./pty-process.ts";
-export { CLOSE_SESSION_ENDED, INPUT_TOO_FAST, MAX_EXECS_PER_SESSION, PtySession, type SessionInfo } from "./pty-session.ts";
+export { CLOSE_SESSION_ENDED, INPUT_NOT_READ, INPUT_TOO_FAST, MAX_EXECS_PER_SESSION, PtySession, type SessionInfo } from "./pty-session.ts";
 export { createPtySpawner, type ConfinePlanner } from "./pty-spawner.ts";
 export { execInSession, type ExecResult } from "./session-exec.ts";
 export { SESSION_ID, type SessionKey, type SessionNamespace } from "./session-key.ts";

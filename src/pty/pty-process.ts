@@ -7,6 +7,12 @@ export interface PtyProcess {
   readonly pid: number;
   /** Bytes typed by the user (or a paste); never blocks. */
   write(data: string): void;
+  /**
+   * Bytes given to `write` that the PTY has not taken yet: a program busy
+   * elsewhere reads none, and what it does not read waits in the server.
+   * 0 where the backend cannot tell (bun-pty queues in its own thread).
+   */
+  readonly unwritten: number;
   /** Resize the terminal; the kernel signals the program (SIGWINCH). */
   resize(cols: number, rows: number): void;
   /**

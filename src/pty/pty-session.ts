@@ -74,6 +74,8 @@ export interface PtySessionOptions {
 export const CLOSE_SESSION_ENDED = 4000;
 /** The notice a view gets when input it sent was dropped for arriving faster than it may. */
 export const INPUT_TOO_FAST = "Input is arriving too fast; some was dropped";
+/** The notice a view gets when input it sent was dropped because the program has not read what it was sent before. */
+export const INPUT_NOT_READ = "The program is not reading its input; what you typed was dropped until it reads what waits";
 
 /**
  * One managed PTY: the process, its screen mirror, its scratch dir and its
@@ -100,7 +102,7 @@ export class PtySession {
   /** Aborted when the session is destroyed, so work running for it (an exec) stops with it. */
   readonly #closing = new AbortController();
   #execsRunning = 0;
-  readonly #guards = new WeakMap<View, { guard: InputGuard; bucket: TokenBucket }>();
+  readonly #guards = new WeakMap<View, { guard: InputGuard; bucket: TokenBucket; toldNotRead: boolean }>();
   /**
    * The view whose keys reached the shell last: null until one types,
    * `GONE_TYPIST` once that view detached (its line may still be on the prompt,
@@ -263,7 +265,7 @@ export class PtySession {
       // so (`printf '\e[?1049h'` at the prompt): only a program the kernel says is not a shell is trusted to be one.
       fullScreen: () => this.mirror.fullScreen && shellInForeground(this.#process.pid, this.options.launch.argv[0] ?? "") === false,
     });
-    this.#guards.set(view, { guard, bucket: new TokenBucket(this.options.inputBucket) });
+    this.#guards.set(view, { guard, bucket: new TokenBucket(this.options.inputBucket), toldNotRead: false });
     return view;
   }
 
@@ -289,6 +291,13 @@ export class PtySession {
       return;
     }
     // The queue behind a line waiting for the screen is bounded too, not only the byte rate.
+    // A program busy elsewhere (a build, a sleep) reads nothing: what it has not taken waits in the server's memory.
+    if (this.#process.unwritten >= MAX_UNWRITTEN_INPUT) {
+      if (!state.toldNotRead) this.views.control(view, { type: "notice", message: INPUT_NOT_READ });
+      state.toldNotRead = true;
+      return;
+    }
+    state.toldNotRead = false;
     if (state.guard.backlog >= MAX_QUEUED_INPUTS || !state.bucket.take(bytes)) {
       this.views.control(view, { type: "notice", message: INPUT_TOO_FAST });
       return;
@@ -459,6 +468,8 @@ const MIRROR_BACKLOG_RESUME_BYTES = 1024 * 1024;
  * meanwhile, small enough that a script cannot queue without bound.
  */
 const MAX_QUEUED_INPUTS = 64;
+/** Input the program has not read that a session holds at most (four bucket bursts); more is dropped with a notice. */
+const MAX_UNWRITTEN_INPUT = 256 * 1024;
 /** Stands for a last typist that has detached. */
 const GONE_TYPIST = Symbol("a detached view");
 /** Longest a session's end waits for the snapshots of views that fell behind (a snapshot normally takes milliseconds). */

@@ -1,9 +1,9 @@
 import { expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { HatchError } from "../../src/platform/index.ts";
-import { bunTerminalBackend, createPtySpawner, openProcessCgroups, type PtyProcess, SessionManager } from "../../src/pty/index.ts";
+import { bunTerminalBackend, createPtySpawner, INPUT_NOT_READ, openProcessCgroups, type PtyProcess, SessionManager } from "../../src/pty/index.ts";
 import { ParserThread } from "../../src/screen/index.ts";
 import { managerOptions, shellAtRoot } from "../helpers/session-manager.ts";
 import { waitFor } from "../helpers/wait-for.ts";
@@ -114,3 +114,37 @@ test("a view that typed and then detached is let go: the session keeps no hold o
     rmSync(base, { recursive: true, force: true });
   }
 });
+
+test("input a busy program does not read is held up to a bound, not without one: the rest is dropped with one notice, and typing works again once it reads", async () => {
+  const base = mkdtempSync(join(tmpdir(), "hatch-manager-"));
+  using parser = new ParserThread();
+  const cgroups = await openProcessCgroups({ dataDir: base });
+  // The production bucket's burst, refilled faster: what 32 KiB/s piles up in ten minutes is typed in a second.
+  const manager = new SessionManager({ ...managerOptions({ base, parser, spawner: createPtySpawner(bunTerminalBackend, null), cgroups }), inputBucket: { capacity: 65536, refillPerSecond: 64 * 1024 * 1024 } });
+  const counted = join(base, "count");
+  try {
+    const { session } = await manager.create(shellAtRoot("s"));
+    let seen = "";
+    const told: unknown[] = [];
+    const sink = { output: (bytes: Uint8Array) => void (seen += new TextDecoder().decode(bytes)), control: (message: { type: string }) => void ((message.type === "notice" || message.type === "blocked") && told.push(message)), close: () => {}, buffered: () => 0 };
+    const view = session.attach(sink, { userId: "u", canWrite: true });
+    // Busy elsewhere (a build, a sleep) while the user keeps typing; then it reads what reached it, and the tty is set back.
+    session.input(view, `/bin/stty -icanon -echo min 0 time 10; echo busy-$((6*7)); /bin/sleep 4; /bin/cat | /usr/bin/wc -c > ${counted}; echo done-$((6*8)); /bin/stty sane\r`);
+    await waitFor(() => seen.includes("busy-42"), "the program to be busy");
+    const chunk = "a".repeat(60 * 1024);
+    for (let i = 0; i < 256; i++) {
+      session.input(view, chunk);
+      await Bun.sleep(2);
+    }
+    await waitFor(() => seen.includes("done-48"), "the program to read what waited for it", 30_000);
+    // 15 MiB typed; what reached the program waited in the kernel's tty buffer or the server.
+    expect({ heldOverOneMiB: Number(readFileSync(counted, "utf8")) > 2 ** 20, told }).toEqual({ heldOverOneMiB: false, told: [{ type: "notice", message: INPUT_NOT_READ }] });
+    // Ctrl+U first: the input screen took the a's for the prompt's line, though cat read them.
+    session.input(view, "\x15echo back-$((7*7))\r");
+    await waitFor(() => seen.includes("back-49"), "typing to reach the shell again");
+  } finally {
+    await manager.dispose();
+    await cgroups.close();
+    rmSync(base, { recursive: true, force: true });
+  }
+}, 40_000);
