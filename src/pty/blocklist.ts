@@ -33,6 +33,17 @@ const ALLOWED: LineVerdict = { blocked: false };
 const OWN_HOME = /^(~|\$HOME|\$\{HOME\})(?=\/|$)/;
 /** `bash -c "eval '$(...)'"` nests; past this depth the line is judged as it stands. */
 const MAX_NESTING = 4;
+/** The longest path Linux takes (PATH_MAX): a line whose `cd`s go deeper is not judged from a directory it cannot be in. */
+const MAX_TRACKED_CWD = 4096;
+/**
+ * Characters of path the screen builds for one line at most: each word joined
+ * to the directory its command runs in. The screen runs on the event loop
+ * every session shares, and `cd a;cd a;…` makes that work grow with the
+ * square of the line: past this, the line is refused rather than judged.
+ */
+const MAX_SCREEN_WORK = 1024 * 1024;
+/** Why a line whose screening would cost more than it may is refused. */
+const TOO_COMPLEX = "line too complex to screen";
 
 /** How far a fork-bomb name or body is looked for around a "{"; real ones are a few characters. */
 const FUNCTION_WINDOW = 128;
@@ -79,26 +90,27 @@ export class Blocklist {
   /** Check one line as the shell would receive it (without its terminator). */
   checkLine(line: string): LineVerdict {
     const cwd = this.#cwd();
-    const reason = this.#check(line, 0, cwd?.startsWith("/") ? normalizePath(cwd) : undefined);
+    const reason = this.#check(line, 0, cwd?.startsWith("/") ? normalizePath(cwd) : undefined, { left: MAX_SCREEN_WORK });
     return reason ? { blocked: true, reason } : ALLOWED;
   }
 
-  #check(line: string, depth: number, cwd: string | undefined): string | null {
+  #check(line: string, depth: number, cwd: string | undefined, work: ScreenWork): string | null {
     if (depth > MAX_NESTING) return null;
     const bomb = forkBomb(line);
     if (bomb) return bomb;
     const { commands, substitutions } = parseShellLine(line);
     // Each command's argv, wrappers removed, once: every check below reads it.
     const argvs = commands.map((command) => commandArgv(command.words));
-    const places = this.#places(argvs, cwd);
+    const places = this.#places(argvs, cwd, work);
+    if (!places || !chargeForWords(commands, places, work)) return TOO_COMPLEX;
     for (const [i, command] of commands.entries()) {
-      const reason = this.#command(command, argvs[i]!, depth, places[i]!);
+      const reason = this.#command(command, argvs[i]!, depth, places[i]!, work);
       if (reason) return reason;
     }
     const reason = environmentDump(commands, argvs) ?? this.#paths(commands, argvs, places);
     if (reason) return reason;
     for (const inner of substitutions) {
-      const nested = this.#check(inner, depth + 1, cwd);
+      const nested = this.#check(inner, depth + 1, cwd, work);
       if (nested) return nested;
     }
     return null;
@@ -107,32 +119,35 @@ export class Blocklist {
   /**
    * Where each command of a line runs: a `cd` (or `pushd`) earlier in the
    * line moves the rest, as in `cd / && rm -rf usr`; after `cd -` the
-   * directory is unknown.
+   * directory is unknown. Null when the line costs more to follow than
+   * `work` has left, or goes deeper than any directory can be.
    */
-  #places(argvs: string[][], cwd: string | undefined): LinePlace[] {
+  #places(argvs: string[][], cwd: string | undefined, work: ScreenWork): LinePlace[] | null {
     const home = this.#home;
-    return argvs.map(([program, ...args]) => {
-      const place = { home, cwd };
-      if (program === "cd" || program === "pushd") {
-        const target = args.find((a) => !a.startsWith("-") || a === "-");
-        const path = target === undefined ? home : target === "-" ? undefined : this.#expandHome(fromDirectory(target, cwd));
-        cwd = path?.startsWith("/") ? normalizePath(path) : undefined;
-      }
-      return place;
-    });
+    const places: LinePlace[] = [];
+    for (const [program, ...args] of argvs) {
+      places.push({ home, cwd });
+      if (program !== "cd" && program !== "pushd") continue;
+      const target = args.find((a) => !a.startsWith("-") || a === "-");
+      const path = target === undefined ? home : target === "-" ? undefined : this.#expandHome(fromDirectory(target, cwd));
+      work.left -= path?.length ?? 0;
+      cwd = path?.startsWith("/") ? normalizePath(path) : undefined;
+      if (work.left < 0 || (cwd?.length ?? 0) > MAX_TRACKED_CWD) return null;
+    }
+    return places;
   }
 
   #expandHome(path: string): string {
     return this.#home ? path.replace(OWN_HOME, this.#home) : path;
   }
 
-  #command(command: SimpleCommand, argv: string[], depth: number, place: LinePlace): string | null {
+  #command(command: SimpleCommand, argv: string[], depth: number, place: LinePlace, work: ScreenWork): string | null {
     const [program = "", ...args] = argv;
     // `PROMPT_COMMAND='…'`, alone or before a command, and `export PROMPT_COMMAND='…'` / `declare …`.
     const assigned = command.words.map((word) => CODE_VARIABLES.exec(word)?.[2]).filter((value) => value !== undefined);
     for (const script of [nestedScript(program, args), envSplitString(command.words), ...assigned]) {
       if (script === null) continue;
-      const nested = this.#check(script, depth + 1, place.cwd);
+      const nested = this.#check(script, depth + 1, place.cwd, work);
       if (nested) return nested;
     }
     return (
@@ -173,6 +188,26 @@ export class Blocklist {
     }
     return null;
   }
+}
+
+/** What screening one line may still cost, in characters of path built; shared by the scripts nested in it. */
+interface ScreenWork {
+  left: number;
+}
+
+/**
+ * Charge `work` for the paths the checks build from the commands' words: each
+ * word and redirect target joined to its command's directory. False when that
+ * is more than is left.
+ */
+function chargeForWords(commands: SimpleCommand[], places: LinePlace[], work: ScreenWork): boolean {
+  for (const [i, command] of commands.entries()) {
+    const directory = (places[i]!.cwd?.length ?? 0) + 1;
+    for (const word of command.words) work.left -= directory + word.length;
+    for (const redirect of command.redirects) work.left -= directory + redirect.target.length;
+    if (work.left < 0) return false;
+  }
+  return true;
 }
 
 /**

@@ -285,6 +285,26 @@ describe("relative paths count from the shell's working directory", () => {
   test("with the directory unknown, a relative path is judged as written", () => {
     expect(["rm -rf usr", "rm -rf *", "ls data"].map((line) => inDirectory(null).checkLine(line).blocked)).toEqual([false, false, false]);
   });
+
+  test("a line that would cost the screen more than it may (each word joined to a directory a chain of cds keeps deepening) is refused, not judged: the work grew with the square of the line, on the loop every session shares", () => {
+    const blocklist = inDirectory("/");
+    const tooComplex = { blocked: true, reason: "line too complex to screen" };
+    const lines = {
+      // 16 KiB, the longest exec command: deeper than PATH_MAX long before its end.
+      cds: "cd a;".repeat(3276),
+      pushds: "pushd a;".repeat(2048),
+      // Not as deep, but every word after it is joined to that directory.
+      wordsAfterDeepCd: `cd ${"d/".repeat(1000)}; cat ${"f ".repeat(1000)}`,
+      recursiveDeleteAfterDeepCd: `cd ${"d/".repeat(1000)}; rm -r ${"f ".repeat(1000)}`,
+      nestedScript: `bash -c '${"cd a;".repeat(3000)}'`,
+      substitution: `echo $(${"cd a;".repeat(3000)})`,
+    };
+    expect(Object.fromEntries(Object.entries(lines).map(([name, line]) => [name, blocklist.checkLine(line)]))).toEqual(Object.fromEntries(Object.keys(lines).map((name) => [name, tooComplex])));
+    // Long ordinary lines stay well inside it: a few cds, and thousands of files named from a deep project directory.
+    const files = Array.from({ length: 2000 }, (_, i) => `src/components/widget-${i}.tsx`).join(" ");
+    expect(blocklist.checkLine(`cd /srv/projects/customer-portal/packages/web-frontend && git add ${files} && cd .. && cd .. && ls`)).toEqual({ blocked: false });
+    expect(blocklist.checkLine(`cd ${"d/".repeat(500)} && ls && cd ${"e/".repeat(400)} && ls`)).toEqual({ blocked: false });
+  });
 });
 
 describe("spellings the shell reads as the same path or command", () => {

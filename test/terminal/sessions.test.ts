@@ -562,6 +562,18 @@ describe("exec and the input screen", () => {
     const entries = world.platform.audit.query({ projectId: project.id, action: "terminal.blocked" }).filter((entry) => entry.detail?.via === "exec");
     expect(entries.map((entry) => entry.detail?.reason)).toEqual(["access to a protected hatch directory", "access to a protected hatch directory"]);
   });
+
+  test("a command that would cost the screen more than it may (16 KiB of `cd a;`, each moving every later word one level deeper) is refused as too complex to screen, typed or through exec", async () => {
+    await using world = await startWorld();
+    const owner = await world.signedIn(await world.project(), "owner");
+    await createSession(owner.client, { sourceSlug: "container-root", id: "s" });
+    const command = "cd a;".repeat(3276);
+    const viaExec = await owner.client.post(`${TERMINAL}/sessions/s/exec`, { command });
+    expect({ status: viaExec.status, code: viaExec.body.error?.code, message: viaExec.body.error?.message }).toEqual({ status: 403, code: "command_blocked", message: "The command was not run: line too complex to screen" });
+    const terminal = await attached(world, owner, "s");
+    terminal.type(`${command}\r`);
+    expect((await terminal.control("blocked")).reason).toBe("line too complex to screen");
+  });
 });
 
 describe("exec and the input screen: line breaks", () => {
