@@ -129,6 +129,11 @@ export class SourceStore {
     return this.db.select().from(sources).where(eq(sources.projectId, projectId)).all() as Source[];
   }
 
+  /** Every source of every project. */
+  listAll(): Source[] {
+    return this.db.select().from(sources).all() as Source[];
+  }
+
   /** The source with this slug, or null. */
   bySlug(projectId: string, slug: string): Source | null {
     return (this.#bySlug.get({ projectId, slug }) as Source | undefined) ?? null;

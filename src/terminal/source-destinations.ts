@@ -79,7 +79,7 @@ export class SourceDestinations implements DestinationResolver {
       if (!policy.visible) continue;
       const root = realRoot(source);
       const unconfined = can(caller, FEATURES.execUnconfined);
-      const confine = root === null || unconfined ? null : this.#confineRequest(policy, root);
+      const confine = root === null || unconfined ? null : this.#confineRequest(source, policy, root);
       // A reachable root is all #unselectableReason needs to find nothing.
       const reason = this.#unselectableReason(caller, source, policy.at("")) ?? (confine && closedPathProblem(confine, root!, this.options.neverWritable));
       entries.push({
@@ -124,7 +124,7 @@ export class SourceDestinations implements DestinationResolver {
     }
     const root = realRoot(source)!;
     const unconfined = can(caller, FEATURES.execUnconfined);
-    const confine = unconfined ? null : this.#confineRequest(policy, root);
+    const confine = unconfined ? null : this.#confineRequest(source, policy, root);
     const problem = confine === null ? null : closedPathProblem(confine, root, this.options.neverWritable);
     if (problem !== null) throw rootInvalid(`Cannot open "${sourceSlug}": ${problem}`, { source: sourceSlug });
     // A bare spawn reads whatever the service's user may; a confined tab only what its policy lets it, never what
@@ -211,9 +211,10 @@ export class SourceDestinations implements DestinationResolver {
    * The caller's policy path by path, in depth order: a path allowed again
    * below one it denies becomes a root inside that policy deny, which
    * confinement re-opens. The service's own protected paths stay apart, in
-   * `deny`: nothing inside them is re-opened.
+   * `deny`: nothing inside them is re-opened. The roots of the other sources
+   * are denied too: a tab is restricted to its one source.
    */
-  #confineRequest(policy: CallerPolicy, root: string): ConfineRequest {
+  #confineRequest(source: Source, policy: CallerPolicy, root: string): ConfineRequest {
     const roots: ConfineRequest["roots"] = [];
     const policyDeny: string[] = [];
     for (const path of policy.paths) {
@@ -224,8 +225,32 @@ export class SourceDestinations implements DestinationResolver {
       // A missing path cannot carry a grant of its own. Narrower than its parent, it would be created under the parent's wider grant, so its place is blocked instead.
       else if (lacksAny(policy.at(parentOf(path)), perms)) policyDeny.push(full);
     }
+    policyDeny.push(...this.#otherSourceRoots(source, root));
     return { roots, deny: [...this.options.protectedPaths], policyDeny, boundary: root };
   }
+
+  /**
+   * The roots of every other source, of any project, that a tab on `root`
+   * hides: without them it would read another project's files, or a source
+   * whose policy denies the caller, by typing its path. Not one that holds
+   * `root` or lies inside it (this source's policy decides there), nor one
+   * that is, holds or lies in a system directory every shell needs.
+   */
+  #otherSourceRoots(source: Source, root: string): string[] {
+    return this.options.store
+      .listAll()
+      .filter((other) => other.id !== source.id && other.root !== null && existsSync(other.root))
+      .map((other) => realPathOrSelf(other.root!))
+      .filter((other) => !isInside(other, root) && !isInside(root, other) && !holdsWhatShellsNeed(other));
+  }
+}
+
+/** The system's code, configuration and kernel trees: a shell reads them (terminfo in /usr/share, /etc/passwd), whatever source holds them. */
+const SHELL_TREES = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys", "/dev", "/run", "/var/run"];
+
+/** Whether hiding `path` from a tab could hide what its shell needs: it is or holds a system directory, or lies in one of SHELL_TREES. */
+function holdsWhatShellsNeed(path: string): boolean {
+  return isSystemPath(path) || SHELL_TREES.some((tree) => isInside(path, tree));
 }
 
 /** The host plane's tab when no host source is offered to a `terminal.native` holder: listed, never selectable. */

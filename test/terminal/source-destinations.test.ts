@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { TERMINAL, createSession } from "../helpers/terminal.ts";
@@ -137,6 +137,59 @@ except OSError: print("refused")
 '`,
       });
       expect(exec.body.output).toBe("refused\n");
+    });
+  }
+});
+
+describe("what a tab on one source may read of another source", () => {
+  // Roots outside /tmp, so bwrap's private /tmp does not hide the other source by accident.
+  for (const mode of ["auto", "landlock"]) {
+    test(`(${mode}) a member's tab on "docs" is restricted to that one source: it reads no other source, one whose policy denies them, one they may read or one of another project, but what the system keeps in its own trees stays readable`, async () => {
+      await using world = await startWorld({ HATCH_CONFINEMENT: mode });
+      const project = await world.project();
+      const member = await world.signedIn(project, "member");
+      const store = world.hatch.terminal.sources;
+      const made = (name: string) => {
+        const dir = mkdtempSync(`/srv/hatch-review-${name}-`);
+        world.onDispose(() => rmSync(dir, { recursive: true, force: true }));
+        return dir;
+      };
+      const docs = store.add(project.id, { slug: "docs", kind: "local", root: made("docs") });
+      store.addRule(docs, { subjectKind: "role", subject: "member", effect: "allow", perms: "rwx" });
+      // "hr": admins only, and this member explicitly denied reading.
+      const hrRoot = made("hr");
+      writeFileSync(join(hrRoot, "salaries.txt"), "HR-SECRET-1");
+      const hr = store.add(project.id, { slug: "hr", kind: "local", root: hrRoot });
+      store.addRule(hr, { subjectKind: "role", subject: "admin", effect: "allow", perms: "rwx" });
+      store.addRule(hr, { subjectKind: "user", subject: member.user.id, effect: "deny", perms: "rwx" });
+      // A source of another project this member does not belong to.
+      const other = await world.project();
+      const vaultRoot = made("vault");
+      writeFileSync(join(vaultRoot, "keys.txt"), "VAULT-SECRET-2");
+      store.add(other.id, { slug: "vault", kind: "local", root: vaultRoot });
+      // One the member may read: they open its own tab for that.
+      const wikiRoot = made("wiki");
+      writeFileSync(join(wikiRoot, "page.txt"), "WIKI-PAGE-3");
+      const wiki = store.add(project.id, { slug: "wiki", kind: "local", root: wikiRoot });
+      store.addRule(wiki, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
+      // A source inside the system's own trees: hiding it would hide what shells read (terminfo, locales).
+      store.add(other.id, { slug: "shared-docs", kind: "local", root: "/usr/share" });
+      writeFileSync(join(docs.root!, "mine.txt"), "DOCS-OWN-4");
+
+      expect((await member.client.get(`${TERMINAL}/sources`)).body.sources.map((s: any) => s.slug)).toEqual(["docs", "wiki"]);
+      expect((await createSession(member.client, { sourceSlug: "hr" })).status).toBe(404);
+      expect((await createSession(member.client, { sourceSlug: "docs", id: "d" })).status).toBe(201);
+      const read = async (path: string) => (await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: `cat ${path} >/dev/null 2>&1 && echo read || echo refused` })).body.output;
+      expect({
+        hr: await read(`${hrRoot}/salaries.txt`),
+        vault: await read(`${vaultRoot}/keys.txt`),
+        wiki: await read(`${wikiRoot}/page.txt`),
+        own: await read(`${docs.root}/mine.txt`),
+        system: await read("/etc/passwd"),
+        systemSource: (await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: "ls /usr/share >/dev/null && echo listed" })).body.output,
+      }).toEqual({ hr: "refused\n", vault: "refused\n", wiki: "refused\n", own: "read\n", system: "read\n", systemSource: "listed\n" });
+      expect((await createSession(member.client, { sourceSlug: "wiki", id: "w" })).status).toBe(201);
+      expect((await member.client.post(`${TERMINAL}/sessions/w/exec`, { command: `cat ${wikiRoot}/page.txt` })).body.output).toBe("WIKI-PAGE-3");
     });
   }
 });
