@@ -24,11 +24,25 @@ export const HOST_SECRET_PATHS: readonly string[] = [
   "/etc/sudoers",
   "/etc/sudoers.d",
   "/etc/ssh",
-  // TLS private keys and systemd credentials.
+  // TLS private keys (Debian's, RHEL's, certbot's) and systemd credentials.
   "/etc/ssl/private",
+  "/etc/pki/tls/private",
+  "/etc/pki/CA/private",
+  "/etc/letsencrypt",
   "/etc/credstore",
   "/etc/credstore.encrypted",
   "/var/lib/systemd/credential.secret",
+  // VPN and Kerberos keys, saved Wi-Fi and VPN passwords.
+  "/etc/wireguard",
+  "/etc/openvpn",
+  "/etc/ipsec.secrets",
+  "/etc/ipsec.d/private",
+  "/etc/krb5.keytab",
+  "/etc/NetworkManager/system-connections",
+  // Kubernetes and k3s: cluster-admin kubeconfigs, the cluster's CA and the kubelet's client keys.
+  "/etc/kubernetes",
+  "/etc/rancher",
+  "/var/lib/kubelet/pki",
   // Where they are while services run: systemd's decrypted credentials (LoadCredential=, a natural home for
   // HATCH_SECRET_KEY), Docker's secrets and Kubernetes' service-account token. bwrap hides /run anyway.
   "/run/credentials",

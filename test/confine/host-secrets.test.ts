@@ -56,3 +56,33 @@ for (const [confinement, mode] of Object.entries(MODES)) {
     });
   });
 }
+
+for (const [confinement, mode] of Object.entries(MODES)) {
+  describe(`HATCH_CONFINEMENT=${confinement}: root-only private keys under /etc`, () => {
+    test("a member's tab cannot read the host's TLS keys from certbot or RHEL's /etc/pki, WireGuard keys, or the Kubernetes admin credentials", async () => {
+      const tag = crypto.randomUUID();
+      const credentials = {
+        letsencrypt: join("/etc/letsencrypt/archive", `hatch-review-${tag}.example`, "privkey1.pem"),
+        pki: join("/etc/pki/tls/private", `hatch-review-${tag}.key`),
+        wireguard: join("/etc/wireguard", `hatch-review-${tag}.conf`),
+        kubernetes: join("/etc/kubernetes", `hatch-review-${tag}`, "admin.conf"),
+      };
+      const cleanups = Object.entries(credentials).map(([kind, path]) => plantCredential(path, `${kind}-credential-${tag}`));
+      try {
+        await using world = await startWorld({ HATCH_CONFINEMENT: confinement });
+        const project = await world.project();
+        const member = await world.signedIn(project, "member");
+        localSource(world, project, "docs", { member: "rwx" });
+        const created = await createSession(member.client, { sourceSlug: "docs", id: "s" });
+        expect({ status: created.status, confinement: created.body.confinement }).toEqual({ status: 201, confinement: mode });
+        const probe = await member.client.post(`${TERMINAL}/sessions/s/exec`, {
+          command: Object.values(credentials).map((path) => `cat ${path} 2>/dev/null; echo`).join("; "),
+        });
+        expect(probe.status).toBe(200);
+        expect(probe.body.output).toBe("\n\n\n\n");
+      } finally {
+        for (const cleanup of cleanups) cleanup();
+      }
+    });
+  });
+}
