@@ -38,7 +38,7 @@ export async function readFireText(request: Request): Promise<string | null> {
   return text;
 }
 
-/** Whether a JSON content type leaves the body UTF-8: no charset (JSON's own), or charset=utf-8. */
+/** Whether a JSON content type leaves the body UTF-8: no charset (JSON's own), or one of UTF-8's names. */
 function saysUtf8(contentType: string): boolean {
   // Every well-behaved client's header: no parameters to read.
   if (!contentType.includes(";")) return true;
@@ -47,7 +47,16 @@ function saysUtf8(contentType: string): boolean {
     .slice(1)
     .map((parameter) => parameter.trim().split("="))
     .find(([name]) => name?.trim().toLowerCase() === "charset")?.[1];
-  return charset === undefined || /^"?utf-8"?$/i.test(charset.trim());
+  return charset === undefined || namesUtf8(charset.trim().replace(/^"(.*)"$/, "$1"));
+}
+
+/** Whether `label` is a name of UTF-8 (`utf-8`, `utf8`, `unicode-1-1-utf-8`…), as the Encoding Standard browsers follow reads it. */
+function namesUtf8(label: string): boolean {
+  try {
+    return new TextDecoder(label).encoding === "utf-8";
+  } catch {
+    return false; // a name of no encoding at all
+  }
 }
 
 /**

@@ -147,6 +147,9 @@ describe("the fire endpoint", () => {
     for (const [body, contentType, code] of [
       [latin1, "application/json; charset=iso-8859-1", "invalid_content_type"],
       [JSON.stringify({ text: "café" }), "application/json; charset=utf-16", "invalid_content_type"],
+      // A name of windows-1252, and a name of no encoding at all.
+      [latin1, "application/json; charset=latin1", "invalid_content_type"],
+      [JSON.stringify({ text: "café" }), "application/json; charset=utf-9", "invalid_content_type"],
       [latin1, "application/json", "invalid_json"],
       [latin1, "application/json; charset=utf-8", "invalid_json"],
     ] as const) {
@@ -157,6 +160,17 @@ describe("the fire endpoint", () => {
     const accepted = await post(JSON.stringify({ text: "café" }), 'application/json; Charset="UTF-8"');
     expect(accepted.status).toBe(202);
     expect((await waitForRun(member.client, workflow.id, ((await accepted.json()) as any).runId)).input.text).toBe("café");
+  });
+
+  test("a JSON body labelled with another name of UTF-8 (charset=utf8, UTF8: WHATWG labels of UTF-8) fires: it names no charset other than UTF-8", async () => {
+    await using world = await startWorld();
+    const member = await world.signedIn(await world.project(), "member");
+    const workflow = await commandWorkflow(member, "cat");
+    const { token } = await issueToken(member.client, workflow.id);
+    for (const contentType of ["application/json; charset=utf8", "application/json;charset=UTF8", 'application/json; charset="unicode-1-1-utf-8"']) {
+      const response = await fire(world, workflow.id, token, { text: "café" }, { "content-type": contentType });
+      expect({ contentType, status: response.status, code: response.body.error?.code }).toEqual({ contentType, status: 202, code: undefined });
+    }
   });
 
   test("a text holding a lone surrogate (\\ud83d: an emoji cut in half by a sender trimming to 4,000) is refused with 400, never run with U+FFFD in its place", async () => {
