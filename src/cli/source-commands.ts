@@ -57,10 +57,13 @@ export const sourceCommands: Command[] = [
       run: async (ctx, v) => {
         const platform = await ctx.platform();
         const p = platform.projects.requireBySlug(str(v, "project"));
-        return platform.audit.recorded(
-          () => storeOf(platform).setEnabled(p.id, str(v, "slug"), verb === "enable"),
-          (source) => ({ action: "source.update", projectId: p.id, target: source.slug, detail: { enabled: source.enabled, via: "cli" } }),
+        const store = storeOf(platform);
+        const { source } = platform.audit.recorded(
+          () => ({ was: store.require(p.id, str(v, "slug")).enabled, source: store.setEnabled(p.id, str(v, "slug"), verb === "enable") }),
+          // Enabling an enabled source changes nothing, and writes no entry.
+          ({ was, source }) => (was === source.enabled ? null : { action: "source.update", projectId: p.id, target: source.slug, detail: { enabled: source.enabled, via: "cli" } }),
         );
+        return source;
       },
       human: (r) => [describeSource(r as never)],
     }),

@@ -1,6 +1,6 @@
 import { Elysia, t } from "elysia";
 import { badRequest, parseJsonRequest, requireJsonBody, requireObjectBody, requireProjectAdmin, sessionTokenOf, type Platform } from "../platform/index.ts";
-import { MAX_CONNECTOR_LENGTH, MAX_LABEL_LENGTH, MAX_PATH_LENGTH, MAX_SUBJECT_LENGTH, SOURCE_KINDS, type SourceStore } from "./source-store.ts";
+import { MAX_CONNECTOR_LENGTH, MAX_LABEL_LENGTH, MAX_PATH_LENGTH, MAX_SUBJECT_LENGTH, SOURCE_KINDS, type Source, type SourceStore } from "./source-store.ts";
 
 /** Collaborators of the source routes. */
 export interface SourceRoutesOptions {
@@ -44,12 +44,15 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       "/:slug",
       ({ caller, params, body }) => {
         const change = () => {
-          let source = store.require(caller.project.id, params.slug);
+          const before = store.require(caller.project.id, params.slug);
+          let source = before;
           if (body.enabled !== undefined) source = store.setEnabled(caller.project.id, params.slug, body.enabled);
           if (body.running !== undefined) source = store.setRunning(caller.project.id, params.slug, body.running);
-          return source;
+          return { source, changed: changedFlags(before, source) };
         };
-        return platform.audit.recordedBy(caller, "source.update", change, (source) => ({ target: source.slug, detail: body }));
+        // A PATCH that changes nothing ({} or the values it already has) writes no entry.
+        const { source } = platform.audit.recordedBy(caller, "source.update", change, ({ source, changed }) => (changed ? { target: source.slug, detail: changed } : null));
+        return source;
       },
       { body: t.Object({ enabled: t.Optional(t.Boolean()), running: t.Optional(t.Boolean()) }), transform: requireObjectBody },
     )
@@ -63,7 +66,8 @@ export function sourceRoutes(options: SourceRoutesOptions) {
         }
         const rule = platform.audit.recordedBy(caller, "source.rule", () => store.addRule(source, body), (rule) => ({
           target: source.slug,
-          detail: { subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms },
+          // The id, as `source.rule.remove` gives it, so an add and its removal can be matched in the log.
+          detail: { id: rule.id, subjectKind: rule.subjectKind, subject: rule.subject, path: rule.path, effect: rule.effect, perms: rule.perms },
         }));
         set.status = 201;
         return rule;
@@ -89,6 +93,15 @@ export function sourceRoutes(options: SourceRoutesOptions) {
       },
       { params: t.Object({ slug: t.String(), ruleId: t.Numeric({ minimum: 1, multipleOf: 1, title: "ruleId" }) }) },
     );
+}
+
+/** The flags a source update changed, with their new values; null when it changed none. */
+function changedFlags(before: Source, after: Source): Partial<Pick<Source, "enabled" | "running">> | null {
+  const changed = {
+    ...(before.enabled !== after.enabled && { enabled: after.enabled }),
+    ...(before.running !== after.running && { running: after.running }),
+  };
+  return Object.keys(changed).length > 0 ? changed : null;
 }
 
 /**

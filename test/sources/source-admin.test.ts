@@ -148,6 +148,26 @@ describe("managing sources", () => {
     expect(world.platform.audit.query({ projectId: project.id, action: "source.rule.remove" })).toEqual([
       expect.objectContaining({ userId: admin.user.id, target: "docs", detail: expect.objectContaining({ id: write.id, perms: "w" }) }),
     ]);
+    // The entry of its adding names the same id, so the log matches an add to its removal.
+    expect(world.platform.audit.query({ projectId: project.id, action: "source.rule" }).map((entry) => entry.detail?.id).sort()).toEqual([read.id, write.id, elsewhere.id].sort());
+  });
+
+  test("a source update is audited with what it changed, and one that changes nothing ({}, or the values it has) writes no entry, over HTTP or the CLI", async () => {
+    await using world = await startWorld();
+    const project = await world.project();
+    const admin = await world.signedIn(project, "admin");
+    expect((await admin.client.post("/api/sources", { slug: "docs", kind: "local", root: world.tempDir("docs") })).status).toBe(201);
+    for (const body of [{}, { enabled: true }, { enabled: false, running: true }, { enabled: false, running: true }, { running: false }]) {
+      expect((await admin.client.patch("/api/sources/docs", body)).status).toBe(200);
+    }
+    for (const verb of ["disable", "enable", "enable"]) {
+      expect((await hatchCli(world.config.dataDir, ["admin", "source", verb, "--project", project.slug, "--slug", "docs"], commands)).code).toBe(0);
+    }
+    expect(world.platform.audit.query({ projectId: project.id, action: "source.update" }).reverse().map((entry) => entry.detail)).toEqual([
+      { enabled: false },
+      { running: false },
+      { enabled: true, via: "cli" },
+    ]);
   });
 
   test("without a session the source routes answer 401, and a member 403, whatever the body", async () => {
