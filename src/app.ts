@@ -56,7 +56,10 @@ export function createApp(options: AppOptions) {
         set.headers["content-type"] = "application/json";
         return { error: { code: errorCode, message } };
       };
-      if (error instanceof HatchError) return answer(error.status, error.code, error.message);
+      if (error instanceof HatchError) {
+        if (error.retryAfterMs !== undefined) set.headers["retry-after"] = String(Math.max(1, Math.ceil(error.retryAfterMs / 1000)));
+        return answer(error.status, error.code, error.message);
+      }
       // A store checks for a duplicate before it inserts, but another process (the CLI beside the server) can insert between the two.
       if (isUniqueViolation(error)) return answer(409, "conflict", "Something with the same name was saved at the same moment; look again, then retry");
       switch (code) {

@@ -50,10 +50,7 @@ export function fireRoutes(options: FireRoutesOptions) {
     async ({ params, request, server, set }) => {
       const address = clientAddress(server?.requestIP(request)?.address, request.headers.get("x-forwarded-for"), trusted);
       const gate = limiter.take(rateKey(address));
-      if (!gate.ok) {
-        set.headers["retry-after"] = String(Math.ceil(gate.retryAfterMs / 1000));
-        throw tooMany("rate_limited", "Too many fires from this address: try again in a minute");
-      }
+      if (!gate.ok) throw tooMany("rate_limited", "Too many fires from this address: try again in a minute", gate.retryAfterMs);
       const token = bearerToken(request.headers.get("authorization"));
       const triggerId = tokens.authenticate(params.id, token);
       if (!triggerId) throw fireUnauthorized();

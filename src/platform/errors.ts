@@ -13,6 +13,8 @@ export class HatchError extends Error {
     message: string,
     /** Extra machine-readable detail; never a secret. */
     readonly detail?: Record<string, unknown>,
+    /** How long until trying again may succeed, sent as `Retry-After`; absent when no wait would help. */
+    readonly retryAfterMs?: number,
   ) {
     super(message);
     this.name = "HatchError";
@@ -31,8 +33,8 @@ export const notFound = (code: string, message: string) => new HatchError(code, 
 export const conflict = (code: string, message: string) => new HatchError(code, 409, message);
 /** 415: the body is not of a type the route reads. */
 export const unsupportedMediaType = (message: string) => new HatchError("unsupported_media_type", 415, message);
-/** 429: a limit was reached. */
-export const tooMany = (code: string, message: string) => new HatchError(code, 429, message);
+/** 429: a limit was reached; `retryAfterMs`, when known, is when it frees up again. */
+export const tooMany = (code: string, message: string, retryAfterMs?: number) => new HatchError(code, 429, message, undefined, retryAfterMs);
 /** 503: the service cannot take this now (shutting down, a dependency missing); trying later may work. */
 export const unavailable = (code: string, message: string) => new HatchError(code, 503, message);
 

@@ -55,10 +55,7 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
         const peer = server?.requestIP(request)?.address;
         const client = rateKey(clientAddress(peer, request.headers.get("x-forwarded-for"), trusted));
         const wait = await throttle.attempt(client, body.email);
-        if (wait > 0) {
-          set.headers["retry-after"] = String(Math.ceil(wait / 1000));
-          throw tooMany("too_many_logins", "Too many failed logins: try again later");
-        }
+        if (wait > 0) throw tooMany("too_many_logins", "Too many failed logins: try again later", wait);
         // Every attempt ends as a success or a failure, whatever throws: one left begun would hold a place in the window.
         let succeeded = false;
         try {

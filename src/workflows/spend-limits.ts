@@ -85,9 +85,10 @@ export class SpendLimits {
     const limit = this.get(projectId);
     const used = this.usage(projectId);
     if (used.runs >= limit.runsPerDay) {
-      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.runsPerDay} runs per day is reached`, { limit: "runs" });
+      const wait = this.#waitUntilBelow(projectId, "runs", limit.runsPerDay);
+      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.runsPerDay} runs per day is reached`, { limit: "runs" }, wait);
     }
-    if (spendsTokens) this.#checkTokens(limit, used);
+    if (spendsTokens) this.#checkTokens(projectId, limit, used);
   }
 
   /**
@@ -97,13 +98,31 @@ export class SpendLimits {
    * would refuse itself).
    */
   checkTokens(projectId: string): void {
-    this.#checkTokens(this.get(projectId), this.usage(projectId));
+    this.#checkTokens(projectId, this.get(projectId), this.usage(projectId));
   }
 
-  #checkTokens(limit: SpendLimit, used: { tokens: number }): void {
+  #checkTokens(projectId: string, limit: SpendLimit, used: { tokens: number }): void {
     if (used.tokens >= limit.tokensPerDay) {
-      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.tokensPerDay} tokens per day is reached`, { limit: "tokens" });
+      const wait = this.#waitUntilBelow(projectId, "tokens", limit.tokensPerDay);
+      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.tokensPerDay} tokens per day is reached`, { limit: "tokens" }, wait);
     }
+  }
+
+  /**
+   * How long until enough of the window's `kind` has left it to be under
+   * `limit` again (a sender's Retry-After); undefined when nothing leaving
+   * would do (a limit of 0, the kill switch).
+   */
+  #waitUntilBelow(projectId: string, kind: "runs" | "tokens", limit: number): number | undefined {
+    const oldest = this.#hour(this.now()) - WINDOW_HOURS;
+    const hours = [...this.#buckets(projectId)].filter(([hour]) => hour >= oldest).sort(([a], [b]) => a - b);
+    let left = hours.reduce((sum, [, bucket]) => sum + bucket[kind], 0);
+    for (const [hour, bucket] of hours) {
+      left -= bucket[kind];
+      // An hour's usage counts while it is among the last 24 whole hours: it leaves as the 25th begins.
+      if (left < limit) return (hour + WINDOW_HOURS + 1) * HOUR_MS - this.now();
+    }
+    return undefined;
   }
 
   /**

@@ -88,6 +88,32 @@ describe("limits of the fire endpoint", () => {
     expect((await member.client.get("/api/workflows/spend-limit")).body.used).toEqual({ runs: 2, tokens: 0 });
   });
 
+  test("a fire refused by the spend limit says in Retry-After when the day's window frees a run, and fires then; the kill switch (0) says no time", async () => {
+    const HOUR = 3600_000;
+    // Ten minutes into an hour, so the runs below all fall in one hour's count.
+    const clock = { now: Math.floor(Date.now() / HOUR) * HOUR + 10 * 60_000 };
+    await using world = await startWorld({}, { now: () => clock.now });
+    const project = await world.project();
+    const owner = await world.signedIn(project, "owner");
+    const workflow = await commandWorkflow(owner, "echo ok");
+    const { token } = await issueToken(owner.client, workflow.id);
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 2, tokensPerDay: 100 });
+    const firedHour = Math.floor(clock.now / HOUR);
+    for (let i = 0; i < 2; i++) await waitForRun(owner.client, workflow.id, (await fire(world, workflow.id, token, { text: `fire ${i}` })).body.runId);
+    // Two hours later the two runs still count: they leave the window as the 25th hour after theirs begins.
+    clock.now += 2 * HOUR;
+    const refused = await fire(world, workflow.id, token, { text: "one too many" });
+    const frees = (firedHour + 25) * HOUR;
+    expect({ status: refused.status, code: refused.body.error.code, retryAfter: refused.headers.get("retry-after") }).toEqual({ status: 429, code: "spend_limit_reached", retryAfter: String(Math.ceil((frees - clock.now) / 1000)) });
+    clock.now = frees - 1000;
+    expect((await fire(world, workflow.id, token, { text: "a second early" })).status).toBe(429);
+    clock.now = frees;
+    expect((await fire(world, workflow.id, token, { text: "on time" })).status).toBe(202);
+    await owner.client.put("/api/workflows/spend-limit", { runsPerDay: 0, tokensPerDay: 0 });
+    const stopped = await fire(world, workflow.id, token, { text: "kill switch" });
+    expect({ status: stopped.status, retryAfter: stopped.headers.get("retry-after") }).toEqual({ status: 429, retryAfter: null });
+  });
+
   test("deleting a workflow does not give its project back what its runs spent, even after a restart", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "hatch-spend-restart-"));
     const config = loadConfig({ HATCH_PORT: "0", HATCH_COMPANION_PORT: "0", HATCH_DATA_DIR: dataDir });
