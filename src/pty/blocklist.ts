@@ -36,12 +36,13 @@ const MAX_NESTING = 4;
 /** The longest path Linux takes (PATH_MAX): a line whose `cd`s go deeper is not judged from a directory it cannot be in. */
 const MAX_TRACKED_CWD = 4096;
 /**
- * Characters of path the screen builds for one line at most: each word joined
- * to the directory its command runs in. The screen runs on the event loop
- * every session shares, and `cd a;cd a;…` makes that work grow with the
- * square of the line: past this, the line is refused rather than judged.
+ * Characters of path the screen builds for one line at most: each path-like
+ * piece of each word joined to the directory its command runs in. The screen
+ * runs on the event loop every session shares, and `cd a;cd a;…` (or one word
+ * `a,a,a,…` after a deep `cd`) makes that work grow with the square of the
+ * line: past this, the line is refused rather than judged.
  */
-const MAX_SCREEN_WORK = 1024 * 1024;
+const MAX_SCREEN_WORK = 2 * 1024 * 1024;
 /** Why a line whose screening would cost more than it may is refused. */
 const TOO_COMPLEX = "line too complex to screen";
 
@@ -102,7 +103,7 @@ export class Blocklist {
     // Each command's argv, wrappers removed, once: every check below reads it.
     const argvs = commands.map((command) => commandArgv(command.words));
     const places = this.#places(argvs, cwd, work);
-    if (!places || !chargeForWords(commands, places, work)) return TOO_COMPLEX;
+    if (!places || !chargeForPaths(commands, argvs, places, work)) return TOO_COMPLEX;
     for (const [i, command] of commands.entries()) {
       const reason = this.#command(command, argvs[i]!, depth, places[i]!, work);
       if (reason) return reason;
@@ -195,17 +196,24 @@ interface ScreenWork {
   left: number;
 }
 
+/** Programs whose arguments the recursive-delete checks join, whole, to the directory. */
+const WHOLE_WORD_TARGETS = new Set(["rm", "find", "chmod", "chown", "chgrp"]);
+
 /**
  * Charge `work` for the paths the checks build from the commands' words: each
- * word and redirect target joined to its command's directory. False when that
- * is more than is left.
+ * path-like piece of each word and redirect target (one word `a,a,a` is three)
+ * joined to its command's directory, and for the recursive-delete checks each
+ * whole argument too. False when that is more than is left.
  */
-function chargeForWords(commands: SimpleCommand[], places: LinePlace[], work: ScreenWork): boolean {
+function chargeForPaths(commands: SimpleCommand[], argvs: string[][], places: LinePlace[], work: ScreenWork): boolean {
   for (const [i, command] of commands.entries()) {
     const directory = (places[i]!.cwd?.length ?? 0) + 1;
-    for (const word of command.words) work.left -= directory + word.length;
-    for (const redirect of command.redirects) work.left -= directory + redirect.target.length;
-    if (work.left < 0) return false;
+    const wholeWords = WHOLE_WORD_TARGETS.has(argvs[i]![0] ?? "");
+    for (const word of [...command.words, ...command.redirects.map((r) => r.target)]) {
+      for (const token of pathTokens(word)) work.left -= directory + token.length;
+      if (wholeWords) work.left -= directory + word.length;
+      if (work.left < 0) return false;
+    }
   }
   return true;
 }

@@ -294,16 +294,23 @@ describe("relative paths count from the shell's working directory", () => {
       cds: "cd a;".repeat(3276),
       pushds: "pushd a;".repeat(2048),
       // Not as deep, but every word after it is joined to that directory.
-      wordsAfterDeepCd: `cd ${"d/".repeat(1000)}; cat ${"f ".repeat(1000)}`,
+      wordsAfterDeepCd: `cd ${"d/".repeat(1000)}; cat ${"f ".repeat(1500)}`,
       recursiveDeleteAfterDeepCd: `cd ${"d/".repeat(1000)}; rm -r ${"f ".repeat(1000)}`,
       nestedScript: `bash -c '${"cd a;".repeat(3000)}'`,
       substitution: `echo $(${"cd a;".repeat(3000)})`,
+      // One word the screen splits into thousands of paths, each joined to the deep directory.
+      commaListAfterDeepCd: `cd ${"d/".repeat(2000)}; x ${"a,".repeat(6000)}`.slice(0, 16 * 1024),
+      colonListAfterDeepCd: `cd ${"d/".repeat(2000)}; x ${"a:".repeat(6000)}`.slice(0, 16 * 1024),
     };
     expect(Object.fromEntries(Object.entries(lines).map(([name, line]) => [name, blocklist.checkLine(line)]))).toEqual(Object.fromEntries(Object.keys(lines).map((name) => [name, tooComplex])));
+    // A shell already that deep needs no cd in the line.
+    expect(inDirectory(`/${"d/".repeat(2000)}`).checkLine(`x ${"a,".repeat(8000)}`)).toEqual(tooComplex);
     // Long ordinary lines stay well inside it: a few cds, and thousands of files named from a deep project directory.
     const files = Array.from({ length: 2000 }, (_, i) => `src/components/widget-${i}.tsx`).join(" ");
     expect(blocklist.checkLine(`cd /srv/projects/customer-portal/packages/web-frontend && git add ${files} && cd .. && cd .. && ls`)).toEqual({ blocked: false });
     expect(blocklist.checkLine(`cd ${"d/".repeat(500)} && ls && cd ${"e/".repeat(400)} && ls`)).toEqual({ blocked: false });
+    const manyFiles = Array.from({ length: 5000 }, (_, i) => `src/components/widget-${i}.tsx`).join(" ");
+    expect(inDirectory(`/srv/${"project/".repeat(25)}`).checkLine(`git add ${manyFiles}`)).toEqual({ blocked: false });
   });
 });
 
