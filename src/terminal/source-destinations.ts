@@ -247,10 +247,15 @@ export class SourceDestinations implements DestinationResolver {
 
 /** The system's code, configuration and kernel trees: a shell reads them (terminfo in /usr/share, /etc/passwd), whatever source holds them. */
 const SHELL_TREES = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys", "/dev", "/run", "/var/run"];
+/** Where package managers put programs shells run (conda in /opt, the Nix store, snaps): a source may lie below one, but hiding all of one hides them. */
+const PROGRAM_TREES = ["/opt", "/nix", "/snap", "/gnu"];
 
-/** Whether hiding `path` from a tab could hide what its shell needs: it is or holds a system directory, or lies in one of SHELL_TREES. */
+/**
+ * Whether hiding `path` from a tab could hide what its shell needs: it is or
+ * holds a system directory or a program tree, or lies in one of SHELL_TREES.
+ */
 function holdsWhatShellsNeed(path: string): boolean {
-  return isSystemPath(path) || SHELL_TREES.some((tree) => isInside(path, tree));
+  return isSystemPath(path) || PROGRAM_TREES.some((tree) => isInside(tree, path)) || SHELL_TREES.some((tree) => isInside(path, tree));
 }
 
 /** The host plane's tab when no host source is offered to a `terminal.native` holder: listed, never selectable. */

@@ -174,6 +174,11 @@ describe("what a tab on one source may read of another source", () => {
       store.addRule(wiki, { subjectKind: "role", subject: "member", effect: "allow", perms: "rx" });
       // A source inside the system's own trees: hiding it would hide what shells read (terminfo, locales).
       store.add(other.id, { slug: "shared-docs", kind: "local", root: "/usr/share" });
+      // And one that holds a tree package managers install programs in (conda's /opt, the Nix store).
+      store.add(other.id, { slug: "programs", kind: "local", root: "/opt" });
+      const tool = mkdtempSync("/opt/hatch-review-tool-");
+      world.onDispose(() => rmSync(tool, { recursive: true, force: true }));
+      writeFileSync(join(tool, "tool.sh"), "echo TOOL");
       writeFileSync(join(docs.root!, "mine.txt"), "DOCS-OWN-4");
 
       expect((await member.client.get(`${TERMINAL}/sources`)).body.sources.map((s: any) => s.slug)).toEqual(["docs", "wiki"]);
@@ -186,7 +191,7 @@ describe("what a tab on one source may read of another source", () => {
         wiki: await read(`${wikiRoot}/page.txt`),
         own: await read(`${docs.root}/mine.txt`),
         system: await read("/etc/passwd"),
-        systemSource: (await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: "ls /usr/share >/dev/null && echo listed" })).body.output,
+        systemSource: (await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: `ls /usr/share >/dev/null && cat ${tool}/tool.sh >/dev/null && echo listed` })).body.output,
       }).toEqual({ hr: "refused\n", vault: "refused\n", wiki: "refused\n", own: "read\n", system: "read\n", systemSource: "listed\n" });
       expect((await createSession(member.client, { sourceSlug: "wiki", id: "w" })).status).toBe(201);
       expect((await member.client.post(`${TERMINAL}/sessions/w/exec`, { command: `cat ${wikiRoot}/page.txt` })).body.output).toBe("WIKI-PAGE-3");
