@@ -25,18 +25,6 @@ export interface Hatch {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/**
- * Open the data dir's database, or say which data dir could not be: SQLite's
- * own words ("file is not a database" for a wrong restore) name no file.
- */
-function openServerDataDir(dataDir: string): ReturnType<typeof openDataDir> {
-  try {
-    return openDataDir(dataDir);
-  } catch (error) {
-    throw new Error(`Cannot open the data dir ${dataDir}: ${(error as Error).message}`, { cause: error });
-  }
-}
-
 /** The checkout or install this server runs from: its code runs as the service, so no tab may write it. */
 const INSTALL_DIR = fileURLToPath(new URL("..", import.meta.url));
 
@@ -50,7 +38,7 @@ export async function startHatch(config: HatchConfig, overrides: HatchOverrides 
   // First of all: a second server on this data dir would kill the live runs and sessions of the first as leftovers.
   const claim = claimDataDir(config.dataDir);
   started.defer(() => claim.release());
-  const database = openServerDataDir(config.dataDir);
+  const database = openDataDir(config.dataDir);
   started.defer(() => database.close());
   for (const path of database.narrowed) console.warn(`hatch: ${path} was open to other users; narrowed it to its owner`);
   const now = overrides.now ?? Date.now;

@@ -127,7 +127,9 @@ async function openDataDirPlatform(config: HatchConfig, readsOnly: boolean) {
   } catch (error) {
     database?.close();
     // A data dir that is a file, a database that is not one, a truncated key: the operator's to fix, one line as `serve` says it.
-    throw new HatchError("data_dir_unusable", 500, `Cannot open the data dir ${config.dataDir}: ${(error as Error).message}`);
+    // openDataDir's own failures name the data dir already.
+    const message = (error as Error).message;
+    throw new HatchError("data_dir_unusable", 500, database ? `Cannot open the data dir ${config.dataDir}: ${message}` : message);
   }
 }
 

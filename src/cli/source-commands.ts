@@ -59,9 +59,9 @@ export const sourceCommands: Command[] = [
         const p = platform.projects.requireBySlug(str(v, "project"));
         const store = storeOf(platform);
         const { source } = platform.audit.recorded(
-          () => ({ was: store.require(p.id, str(v, "slug")).enabled, source: store.setEnabled(p.id, str(v, "slug"), verb === "enable") }),
+          () => ({ wasEnabled: store.require(p.id, str(v, "slug")).enabled, source: store.setEnabled(p.id, str(v, "slug"), verb === "enable") }),
           // Enabling an enabled source changes nothing, and writes no entry.
-          ({ was, source }) => (was === source.enabled ? null : { action: "source.update", projectId: p.id, target: source.slug, detail: { enabled: source.enabled, via: "cli" } }),
+          ({ wasEnabled, source }) => (wasEnabled === source.enabled ? null : { action: "source.update", projectId: p.id, target: source.slug, detail: { enabled: source.enabled, via: "cli" } }),
         );
         return source;
       },

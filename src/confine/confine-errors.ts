@@ -17,7 +17,7 @@ export function confinementUnsupported(platform: string): HatchError {
     "confinement_unsupported",
     500,
     `Cannot start a confined command on "${platform}": kernel-level confinement exists on Linux only`,
-    { platform },
+    { detail: { platform } },
   );
 }
 
@@ -29,7 +29,7 @@ export function confinementUnsupported(platform: string): HatchError {
  * throw confinementUnavailable("Cannot confine: Landlock ABI 2 is below the required 3", { abi: 2 })
  */
 export function confinementUnavailable(message: string, detail?: Record<string, unknown>): HatchError {
-  return new HatchError("confinement_unavailable", 500, message, detail);
+  return new HatchError("confinement_unavailable", 500, message, { detail });
 }
 
 /**
@@ -41,5 +41,5 @@ export function confinementUnavailable(message: string, detail?: Record<string, 
  * throw rootInvalid('Cannot use root "/srv/a/link": it leads outside the source', { path: "/srv/a/link" })
  */
 export function rootInvalid(message: string, detail?: Record<string, unknown>): HatchError {
-  return new HatchError("root_invalid", 400, message, detail);
+  return new HatchError("root_invalid", 400, message, { detail });
 }

@@ -17,8 +17,18 @@ const WRITABLE_BY_ALL = 0o002;
  * by hand (or an older hatch left) may be open to other users: it is narrowed
  * to its owner, never widened, as is the SQLite file (SQLite gives its -wal and
  * -shm files the database file's mode). Returns what it narrowed, for a log line.
+ * A failure names the data dir: SQLite's own words ("file is not a database",
+ * for a wrong restore) name no file.
  */
 export function openDataDir(dataDir: string): OpenDatabase & { narrowed: string[] } {
+  try {
+    return openPrivately(dataDir);
+  } catch (error) {
+    throw new Error(`Cannot open the data dir ${dataDir}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+function openPrivately(dataDir: string): OpenDatabase & { narrowed: string[] } {
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR });
   const shared = sharedDirectory(dataDir);
   if (shared) throw new Error(`${dataDir} is ${shared}: other users share it, and hatch would take it over; give HATCH_DATA_DIR a directory of its own`);

@@ -9,10 +9,12 @@
 import { dlopen, read } from "bun:ffi";
 import { closeSync, constants, openSync } from "node:fs";
 
+/** flock(2)'s operations and its "held by another" errno (Linux values). */
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 const EWOULDBLOCK = 11;
 
+/** libc, bound at the first lock: a process claims one data dir, once. */
 let libc: ReturnType<typeof bindLibc> | null = null;
 
 function bindLibc() {
@@ -34,7 +36,7 @@ export function lockDirectory(dir: string): (() => void) | null {
     const errno = read.i32(libc.__errno_location()!, 0);
     closeSync(fd);
     if (errno === EWOULDBLOCK) return null;
-    throw new Error(`Cannot lock ${dir}: flock failed with errno ${errno}`);
+    throw new Error(`Cannot lock the directory "${dir}": flock(2) failed with errno ${errno} (its filesystem may not support locks)`);
   }
   // Closing the fd drops the lock: it is the lock's only holder.
   return () => closeSync(fd);

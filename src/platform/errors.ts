@@ -7,17 +7,21 @@
  * throw new HatchError("session_not_found", 404, 'Cannot find session "a1"')
  */
 export class HatchError extends Error {
+  /** Extra machine-readable detail; never a secret. */
+  readonly detail?: Record<string, unknown>;
+  /** How long until trying again may succeed, sent as `Retry-After`; absent when no wait would help. */
+  readonly retryAfterMs?: number;
+
   constructor(
     readonly code: string,
     readonly status: number,
     message: string,
-    /** Extra machine-readable detail; never a secret. */
-    readonly detail?: Record<string, unknown>,
-    /** How long until trying again may succeed, sent as `Retry-After`; absent when no wait would help. */
-    readonly retryAfterMs?: number,
+    options: { detail?: Record<string, unknown>; retryAfterMs?: number } = {},
   ) {
     super(message);
     this.name = "HatchError";
+    this.detail = options.detail;
+    this.retryAfterMs = options.retryAfterMs;
   }
 }
 
@@ -34,7 +38,7 @@ export const conflict = (code: string, message: string) => new HatchError(code, 
 /** 415: the body is not of a type the route reads. */
 export const unsupportedMediaType = (message: string) => new HatchError("unsupported_media_type", 415, message);
 /** 429: a limit was reached; `retryAfterMs`, when known, is when it frees up again. */
-export const tooMany = (code: string, message: string, retryAfterMs?: number) => new HatchError(code, 429, message, undefined, retryAfterMs);
+export const tooMany = (code: string, message: string, retryAfterMs?: number) => new HatchError(code, 429, message, { retryAfterMs });
 /** 503: the service cannot take this now (shutting down, a dependency missing); trying later may work. */
 export const unavailable = (code: string, message: string) => new HatchError(code, 503, message);
 

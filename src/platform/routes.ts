@@ -51,7 +51,7 @@ function sessionRoutes(platform: Platform, options: PlatformRoutesOptions) {
     .derive(({ request }) => ({ sessionToken: sessionTokenOf(request.headers.get("cookie")) }))
     .post(
       "/api/auth/login",
-      async ({ body, cookie, sessionToken, request, server, set }) => {
+      async ({ body, cookie, sessionToken, request, server }) => {
         const peer = server?.requestIP(request)?.address;
         const client = rateKey(clientAddress(peer, request.headers.get("x-forwarded-for"), trusted));
         const wait = await throttle.attempt(client, body.email);

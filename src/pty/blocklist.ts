@@ -33,7 +33,7 @@ const ALLOWED: LineVerdict = { blocked: false };
 const OWN_HOME = /^(~|\$HOME|\$\{HOME\})(?=\/|$)/;
 /** `bash -c "eval '$(...)'"` nests; past this depth the line is judged as it stands. */
 const MAX_NESTING = 4;
-/** The longest path Linux takes (PATH_MAX): a line whose `cd`s go deeper is not judged from a directory it cannot be in. */
+/** The longest path Linux takes (PATH_MAX): a line whose `cd`s go deeper is refused as too complex, not judged from a directory it cannot be in. */
 const MAX_TRACKED_CWD = 4096;
 /**
  * Characters of path the screen builds for one line at most: each path-like

@@ -19,6 +19,7 @@ const IXON = 0o2000;
  * snapshot. One that turns it off while paused stays paused until `resume`.
  */
 export const bunTerminalBackend: PtyBackend = (options) => {
+  let unwritten = 0;
   const proc = Bun.spawn(options.argv, {
     cwd: options.cwd,
     env: options.env,
@@ -33,7 +34,6 @@ export const bunTerminalBackend: PtyBackend = (options) => {
       },
     },
   });
-  let unwritten = 0;
   const terminal = proc.terminal!;
   // Read now, while the program surely has its tty on stdin.
   const slave = ptySlaveOf(proc.pid);

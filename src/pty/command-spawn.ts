@@ -41,7 +41,7 @@ export function spawnDetached(command: { argv: string[]; cwd: string; env: Recor
 export const spawnCommandUnconfined: CommandSpawner = (launch, argv) => {
   // The session may have removed its own working directory; Bun.spawn's ENOENT would name the program instead (a 500).
   // Answered as a confined launch's missing directory is.
-  if (!isDirectory(launch.cwd)) throw new HatchError("root_invalid", 400, `Cannot use working directory "${launch.cwd}": it does not exist`, { path: launch.cwd });
+  if (!isDirectory(launch.cwd)) throw new HatchError("root_invalid", 400, `Cannot use working directory "${launch.cwd}": it does not exist`, { detail: { path: launch.cwd } });
   return spawnDetached({ argv: enteringCgroup(launch, argv), cwd: launch.cwd, env: launch.env });
 };
 

@@ -290,7 +290,6 @@ export class PtySession {
       this.views.control(view, { type: "notice", message: `Input of ${bytes} bytes in one message was dropped: send at most ${state.bucket.capacity} bytes per message` });
       return;
     }
-    // The queue behind a line waiting for the screen is bounded too, not only the byte rate.
     // A program busy elsewhere (a build, a sleep) reads nothing: what it has not taken waits in the server's memory.
     if (this.#process.unwritten >= MAX_UNWRITTEN_INPUT) {
       if (!state.toldNotRead) this.views.control(view, { type: "notice", message: INPUT_NOT_READ });
@@ -298,6 +297,7 @@ export class PtySession {
       return;
     }
     state.toldNotRead = false;
+    // The queue behind a line waiting for the screen is bounded too, not only the byte rate.
     if (state.guard.backlog >= MAX_QUEUED_INPUTS || !state.bucket.take(bytes)) {
       this.views.control(view, { type: "notice", message: INPUT_TOO_FAST });
       return;

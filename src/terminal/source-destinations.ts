@@ -1,6 +1,6 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, relative, resolve } from "node:path";
-import { hiddenFromSandbox, isSystemPath, realPathOrSelf, rootInvalid } from "../confine/index.ts";
+import { hiddenFromSandbox, isSystemPath, realPathOrSelf, rootInvalid, SYSTEM_CODE_PATHS } from "../confine/index.ts";
 import { badRequest, can, FEATURES, forbidden, notFound, requireFeature, unavailable, type Audit, type ProjectCaller } from "../platform/index.ts";
 import type { ConfineRequest } from "../pty/index.ts";
 import { effectivePermissions, formatPerms, HOST_TAB_SLUG, isInside, onTerminalPlane, policyPaths, seedDefaultsOnFirstAttach, type Permissions, type Source, type SourceStore } from "../sources/index.ts";
@@ -66,6 +66,8 @@ export class SourceDestinations implements DestinationResolver {
   list(caller: ProjectCaller): SourceEntry[] {
     const entries: SourceEntry[] = [];
     if (can(caller, FEATURES.terminalContainer)) entries.push(this.#containerRootEntry());
+    // Read once for the whole listing: each tab hides the others'.
+    const sourceRoots = this.#everySourceRoot();
     for (const stored of this.options.store.list(caller.project.id)) {
       if (stored.kind === "brain" || stored.kind === "webtop") continue;
       if (stored.kind === "host") {
@@ -79,7 +81,7 @@ export class SourceDestinations implements DestinationResolver {
       if (!policy.visible) continue;
       const root = realRoot(source);
       const unconfined = can(caller, FEATURES.execUnconfined);
-      const confine = root === null || unconfined ? null : this.#confineRequest(source, policy, root);
+      const confine = root === null || unconfined ? null : this.#confineRequest(policy, root, hiddenSourceRoots(sourceRoots, source, root));
       // A reachable root is all #unselectableReason needs to find nothing.
       const reason = this.#unselectableReason(caller, source, policy.at("")) ?? (confine && closedPathProblem(confine, root!, this.options.neverWritable));
       entries.push({
@@ -124,7 +126,7 @@ export class SourceDestinations implements DestinationResolver {
     }
     const root = realRoot(source)!;
     const unconfined = can(caller, FEATURES.execUnconfined);
-    const confine = unconfined ? null : this.#confineRequest(source, policy, root);
+    const confine = unconfined ? null : this.#confineRequest(policy, root, hiddenSourceRoots(this.#everySourceRoot(), source, root));
     const problem = confine === null ? null : closedPathProblem(confine, root, this.options.neverWritable);
     if (problem !== null) throw rootInvalid(`Cannot open "${sourceSlug}": ${problem}`, { source: sourceSlug });
     // A bare spawn reads whatever the service's user may; a confined tab only what its policy lets it, never what
@@ -212,9 +214,9 @@ export class SourceDestinations implements DestinationResolver {
    * below one it denies becomes a root inside that policy deny, which
    * confinement re-opens. The service's own protected paths stay apart, in
    * `deny`: nothing inside them is re-opened. The roots of the other sources
-   * are denied too: a tab is restricted to its one source.
+   * it hides (`hiddenSourceRoots`) are denied too.
    */
-  #confineRequest(source: Source, policy: CallerPolicy, root: string): ConfineRequest {
+  #confineRequest(policy: CallerPolicy, root: string, otherSourceRoots: string[]): ConfineRequest {
     const roots: ConfineRequest["roots"] = [];
     const policyDeny: string[] = [];
     for (const path of policy.paths) {
@@ -225,28 +227,40 @@ export class SourceDestinations implements DestinationResolver {
       // A missing path cannot carry a grant of its own. Narrower than its parent, it would be created under the parent's wider grant, so its place is blocked instead.
       else if (lacksAny(policy.at(parentOf(path)), perms)) policyDeny.push(full);
     }
-    policyDeny.push(...this.#otherSourceRoots(source, root));
+    policyDeny.push(...otherSourceRoots);
     return { roots, deny: [...this.options.protectedPaths], policyDeny, boundary: root };
   }
 
-  /**
-   * The roots of every other source, of any project, that a tab on `root`
-   * hides: without them it would read another project's files, or a source
-   * whose policy denies the caller, by typing its path. Not one that holds
-   * `root` or lies inside it (this source's policy decides there), nor one
-   * that is, holds or lies in a system directory every shell needs.
-   */
-  #otherSourceRoots(source: Source, root: string): string[] {
+  /** The real root of every source of every project that has one on this machine. */
+  #everySourceRoot(): SourceRoot[] {
     return this.options.store
       .listAll()
-      .filter((other) => other.id !== source.id && other.root !== null && existsSync(other.root))
-      .map((other) => realPathOrSelf(other.root!))
-      .filter((other) => !isInside(other, root) && !isInside(root, other) && !holdsWhatShellsNeed(other));
+      .filter((source) => source.root !== null && existsSync(source.root))
+      .map((source) => ({ sourceId: source.id, root: realPathOrSelf(source.root!) }));
   }
 }
 
+/** Where a source lies on this machine. */
+interface SourceRoot {
+  sourceId: string;
+  root: string;
+}
+
+/**
+ * The roots of the other sources, of any project, that a tab on `source`
+ * (at `root`) hides, restricted to its one source: without them it would read
+ * another project's files, or a source whose policy denies the caller, by
+ * typing its path. Not one that holds `root` or lies inside it (this source's
+ * policy decides there), nor one whose hiding would hide what shells need.
+ */
+function hiddenSourceRoots(everyRoot: SourceRoot[], source: Source, root: string): string[] {
+  return everyRoot
+    .filter((other) => other.sourceId !== source.id && !isInside(other.root, root) && !isInside(root, other.root) && !holdsWhatShellsNeed(other.root))
+    .map((other) => other.root);
+}
+
 /** The system's code, configuration and kernel trees: a shell reads them (terminfo in /usr/share, /etc/passwd), whatever source holds them. */
-const SHELL_TREES = ["/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sys", "/dev", "/run", "/var/run"];
+const SHELL_TREES = [...SYSTEM_CODE_PATHS, "/var/run", "/proc", "/sys", "/dev"];
 /** Where package managers put programs shells run (conda in /opt, the Nix store, snaps): a source may lie below one, but hiding all of one hides them. */
 const PROGRAM_TREES = ["/opt", "/nix", "/snap", "/gnu"];
 

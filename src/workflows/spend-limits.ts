@@ -85,8 +85,8 @@ export class SpendLimits {
     const limit = this.get(projectId);
     const used = this.usage(projectId);
     if (used.runs >= limit.runsPerDay) {
-      const wait = this.#waitUntilBelow(projectId, "runs", limit.runsPerDay);
-      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.runsPerDay} runs per day is reached`, { limit: "runs" }, wait);
+      const wait = this.#waitUntilBelow(projectId, "runs", used.runs, limit.runsPerDay);
+      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.runsPerDay} runs per day is reached`, { detail: { limit: "runs" }, retryAfterMs: wait });
     }
     if (spendsTokens) this.#checkTokens(projectId, limit, used);
   }
@@ -103,24 +103,25 @@ export class SpendLimits {
 
   #checkTokens(projectId: string, limit: SpendLimit, used: { tokens: number }): void {
     if (used.tokens >= limit.tokensPerDay) {
-      const wait = this.#waitUntilBelow(projectId, "tokens", limit.tokensPerDay);
-      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.tokensPerDay} tokens per day is reached`, { limit: "tokens" }, wait);
+      const wait = this.#waitUntilBelow(projectId, "tokens", used.tokens, limit.tokensPerDay);
+      throw new HatchError(SPEND_LIMIT_REACHED, 429, `The project's spend limit of ${limit.tokensPerDay} tokens per day is reached`, { detail: { limit: "tokens" }, retryAfterMs: wait });
     }
   }
 
   /**
-   * How long until enough of the window's `kind` has left it to be under
-   * `limit` again (a sender's Retry-After); undefined when nothing leaving
-   * would do (a limit of 0, the kill switch).
+   * How long until enough of the window's `kind` (`used` of it now) has left
+   * it to be under `limit` again (a sender's Retry-After); undefined when
+   * nothing leaving would do (a limit of 0, the kill switch).
    */
-  #waitUntilBelow(projectId: string, kind: "runs" | "tokens", limit: number): number | undefined {
-    const oldest = this.#hour(this.now()) - WINDOW_HOURS;
-    const hours = [...this.#buckets(projectId)].filter(([hour]) => hour >= oldest).sort(([a], [b]) => a - b);
-    let left = hours.reduce((sum, [, bucket]) => sum + bucket[kind], 0);
+  #waitUntilBelow(projectId: string, kind: "runs" | "tokens", used: number, limit: number): number | undefined {
+    const now = this.now();
+    // `usage` just dropped the hours that left the window: every bucket left counts.
+    const hours = [...this.#buckets(projectId)].sort(([a], [b]) => a - b);
+    let left = used;
     for (const [hour, bucket] of hours) {
       left -= bucket[kind];
       // An hour's usage counts while it is among the last 24 whole hours: it leaves as the 25th begins.
-      if (left < limit) return (hour + WINDOW_HOURS + 1) * HOUR_MS - this.now();
+      if (left < limit) return (hour + WINDOW_HOURS + 1) * HOUR_MS - now;
     }
     return undefined;
   }

@@ -225,7 +225,7 @@ export class WorkflowEngine implements AsyncDisposable {
     const workflow = workflows.fireTarget(request.workflowId);
     if (!workflow) throw notFound("workflow_not_found", `Cannot find workflow "${request.workflowId}"`);
     if (workflow.status !== "active") {
-      throw new HatchError("workflow_not_active", 409, `Workflow "${workflow.name}" is ${workflow.status}: it does not fire until it is active`, { status: workflow.status });
+      throw new HatchError("workflow_not_active", 409, `Workflow "${workflow.name}" is ${workflow.status}: it does not fire until it is active`, { detail: { status: workflow.status } });
     }
     // A run executes as its creator: one who may not run it now could run none of them, and a schedule
     // would fill the project's day with failed runs that spend its budget (the run re-checks at start too).

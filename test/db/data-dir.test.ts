@@ -61,7 +61,7 @@ describe("the data dir", () => {
       mkdirSync(shared);
       chmodSync(shared, mode);
       writeFileSync(join(shared, "someone-elses-file"), "");
-      expect(() => openDataDir(shared)).toThrow(`${shared} is ${why}: other users share it`);
+      expect(() => openDataDir(shared)).toThrow(`Cannot open the data dir ${shared}: ${shared} is ${why}: other users share it`);
       expect({ mode: (statSync(shared).mode & 0o7777).toString(8), entries: readdirSync(shared) }).toEqual({ mode: mode.toString(8), entries: ["someone-elses-file"] });
     }
   });

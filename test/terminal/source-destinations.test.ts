@@ -179,6 +179,11 @@ describe("what a tab on one source may read of another source", () => {
       const tool = mkdtempSync("/opt/hatch-review-tool-");
       world.onDispose(() => rmSync(tool, { recursive: true, force: true }));
       writeFileSync(join(tool, "tool.sh"), "echo TOOL");
+      // A source below such a tree is hidden like any other.
+      const app = mkdtempSync("/opt/hatch-review-app-");
+      world.onDispose(() => rmSync(app, { recursive: true, force: true }));
+      writeFileSync(join(app, "config.txt"), "APP-CONFIG-5");
+      store.add(other.id, { slug: "app", kind: "local", root: app });
       writeFileSync(join(docs.root!, "mine.txt"), "DOCS-OWN-4");
 
       expect((await member.client.get(`${TERMINAL}/sources`)).body.sources.map((s: any) => s.slug)).toEqual(["docs", "wiki"]);
@@ -189,10 +194,11 @@ describe("what a tab on one source may read of another source", () => {
         hr: await read(`${hrRoot}/salaries.txt`),
         vault: await read(`${vaultRoot}/keys.txt`),
         wiki: await read(`${wikiRoot}/page.txt`),
+        belowProgramTree: await read(`${app}/config.txt`),
         own: await read(`${docs.root}/mine.txt`),
         system: await read("/etc/passwd"),
         systemSource: (await member.client.post(`${TERMINAL}/sessions/d/exec`, { command: `ls /usr/share >/dev/null && cat ${tool}/tool.sh >/dev/null && echo listed` })).body.output,
-      }).toEqual({ hr: "refused\n", vault: "refused\n", wiki: "refused\n", own: "read\n", system: "read\n", systemSource: "listed\n" });
+      }).toEqual({ hr: "refused\n", vault: "refused\n", wiki: "refused\n", belowProgramTree: "refused\n", own: "read\n", system: "read\n", systemSource: "listed\n" });
       expect((await createSession(member.client, { sourceSlug: "wiki", id: "w" })).status).toBe(201);
       expect((await member.client.post(`${TERMINAL}/sessions/w/exec`, { command: `cat ${wikiRoot}/page.txt` })).body.output).toBe("WIKI-PAGE-3");
     });
