@@ -103,12 +103,13 @@ export class Blocklist {
     // Each command's argv, wrappers removed, once: every check below reads it.
     const argvs = commands.map((command) => commandArgv(command.words));
     const places = this.#places(argvs, cwd, work);
-    if (!places || !chargeForPaths(commands, argvs, places, work)) return TOO_COMPLEX;
+    const pieces = places && piecesWithin(commands, argvs, places, work);
+    if (!places || !pieces) return TOO_COMPLEX;
     for (const [i, command] of commands.entries()) {
       const reason = this.#command(command, argvs[i]!, depth, places[i]!, work);
       if (reason) return reason;
     }
-    const reason = environmentDump(commands, argvs) ?? this.#paths(commands, argvs, places);
+    const reason = environmentDump(commands, argvs) ?? this.#paths(pieces, argvs, places);
     if (reason) return reason;
     for (const inner of substitutions) {
       const nested = this.#check(inner, depth + 1, cwd, work);
@@ -175,11 +176,11 @@ export class Blocklist {
     return power(program, args) ?? killEverything(program, args) ?? keyBinding(program, args);
   }
 
-  #paths(commands: SimpleCommand[], argvs: string[][], places: LinePlace[]): string | null {
+  #paths(pieces: WordPieces[][], argvs: string[][], places: LinePlace[]): string | null {
     // What echo and printf print is text, not a path, even where it reads as one from the directory.
-    const paths = commands.flatMap((c, i) => {
+    const paths = pieces.flatMap((words, i) => {
       const cwd = TEXT_PRINTERS.has(argvs[i]![0] ?? "") ? undefined : places[i]!.cwd;
-      return [...c.words, ...c.redirects.map((r) => r.target)].flatMap(pathTokens).map((token) => fromDirectory(token, cwd));
+      return words.flatMap(({ tokens }) => tokens).map((token) => fromDirectory(token, cwd));
     });
     for (const token of paths) {
       const path = normalizePath(this.#expandHome(token));
@@ -196,26 +197,38 @@ interface ScreenWork {
   left: number;
 }
 
+/** A word (or redirect target) of a command and its path-like pieces (`pathTokens`). */
+interface WordPieces {
+  word: string;
+  tokens: string[];
+}
+
 /** Programs whose arguments the recursive-delete checks join, whole, to the directory. */
 const WHOLE_WORD_TARGETS = new Set(["rm", "find", "chmod", "chown", "chgrp"]);
 
 /**
- * Charge `work` for the paths the checks build from the commands' words: each
- * path-like piece of each word and redirect target (one word `a,a,a` is three)
- * joined to its command's directory, and for the recursive-delete checks each
- * whole argument too. False when that is more than is left.
+ * Each command's words and redirect targets with their path-like pieces,
+ * split once for `#paths`, charging `work` for the paths the checks build
+ * from them: each piece (one word `a,a,a` is three) joined to its command's
+ * directory, and for the recursive-delete checks each whole argument too.
+ * Null as soon as that is more than is left.
  */
-function chargeForPaths(commands: SimpleCommand[], argvs: string[][], places: LinePlace[], work: ScreenWork): boolean {
+function piecesWithin(commands: SimpleCommand[], argvs: string[][], places: LinePlace[], work: ScreenWork): WordPieces[][] | null {
+  const pieces: WordPieces[][] = [];
   for (const [i, command] of commands.entries()) {
     const directory = (places[i]!.cwd?.length ?? 0) + 1;
     const wholeWords = WHOLE_WORD_TARGETS.has(argvs[i]![0] ?? "");
+    const words: WordPieces[] = [];
     for (const word of [...command.words, ...command.redirects.map((r) => r.target)]) {
-      for (const token of pathTokens(word)) work.left -= directory + token.length;
+      const tokens = pathTokens(word);
+      for (const token of tokens) work.left -= directory + token.length;
       if (wholeWords) work.left -= directory + word.length;
-      if (work.left < 0) return false;
+      if (work.left < 0) return null;
+      words.push({ word, tokens });
     }
+    pieces.push(words);
   }
-  return true;
+  return pieces;
 }
 
 /**
